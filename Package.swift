@@ -1,0 +1,63 @@
+// swift-tools-version:6.0
+//
+// GatewayReach: link-state agent for Linux cellular/WiFi gateways.
+// Layers (data flows one way): adapters (QMI/MBIM, nl80211, rtnetlink) -> ReachCore (pure) -> agent/CLI.
+
+import PackageDescription
+
+let package = Package(
+    name: "GatewayReach",
+    products: [
+        .library(name: "GatewayReach", targets: ["GatewayReach"]),
+        .executable(name: "reach", targets: ["reach"]),
+        .executable(name: "reach-modem-sim", targets: ["reach-modem-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // Pure logic: no C module, no I/O.
+        .target(name: "ReachCore", linkerSettings: [.linkedLibrary("m")]),
+
+        // System libraries, one per pkg-config file.
+        .systemLibrary(name: "CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
+        .systemLibrary(name: "CMBIM", pkgConfig: "mbim-glib", providers: [.apt(["libmbim-glib-dev"])]),
+        .systemLibrary(name: "CNLRoute", pkgConfig: "libnl-route-3.0", providers: [.apt(["libnl-route-3-dev"])]),
+        .systemLibrary(name: "CNLGenl", pkgConfig: "libnl-genl-3.0", providers: [.apt(["libnl-genl-3-dev"])]),
+
+        // C shims: macros, GObject casts, g_signal_connect, nla_for_each, variadic wrappers.
+        .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"]),
+        .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
+
+        // Adapters: one per source; each returns ReachCore values.
+        .target(name: "ReachGLib", dependencies: ["CGLibShims"]),
+        .target(name: "ReachRoutes", dependencies: ["ReachCore", "CNetlinkShims"]),
+        .target(name: "ReachModem", dependencies: ["ReachCore", "ReachGLib", "CGLibShims"]),
+        .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
+
+        // The embeddable API.
+        .target(name: "GatewayReach", dependencies: ["ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi"]),
+
+        // Agent: monitors, reporters, diagnostics, config.
+        .target(
+            name: "ReachAgent",
+            dependencies: [
+                "GatewayReach",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "reach",
+            dependencies: ["ReachAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+
+        // Modem simulator (a test tool that speaks QMUX and MBIM on a pty).
+        .target(name: "ModemSim", dependencies: ["ReachCore"]),
+        .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
+
+        .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+    ]
+)

@@ -1,0 +1,1 @@
+#include <libmbim-glib.h>

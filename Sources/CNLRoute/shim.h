@@ -1,0 +1,10 @@
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/route.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/neighbour.h>
+#include <netlink/route/rtnl.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_arp.h>

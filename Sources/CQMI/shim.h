@@ -1,0 +1,1 @@
+#include <libqmi-glib.h>

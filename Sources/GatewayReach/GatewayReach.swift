@@ -1,0 +1,2 @@
+// GatewayReach: see DESIGN in README; filled by its issue.
+public enum GatewayReachNamespace {}

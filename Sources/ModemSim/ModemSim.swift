@@ -1,0 +1,2 @@
+// ModemSim: see DESIGN in README; filled by its issue.
+public enum ModemSimNamespace {}

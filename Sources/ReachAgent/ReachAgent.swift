@@ -1,0 +1,2 @@
+// ReachAgent: see DESIGN in README; filled by its issue.
+public enum ReachAgentNamespace {}

@@ -1,0 +1,322 @@
+// The merged answer (route + modems + WiFi) and its JSON form: the schema of `reach status --json` and of every
+// report line. README.md ("JSON schema") documents the keys; a key is never renamed within a schema version.
+
+/// What a status is asked about.
+public enum Target: Sendable, Equatable {
+    /// The default route, IPv4 and IPv6: Reachability's "internet connection" (0.0.0.0 / ::).
+    case defaultRoute
+    /// An IP address literal.
+    case address(String)
+    /// A host name, resolved without blocking the process and within a bounded time.
+    case host(String)
+    /// IPv4 link-local (169.254.0.0/16): YYReachability's `reachabilityForLocalWifi`.
+    case linkLocal
+
+    public var kind: String {
+        switch self {
+        case .defaultRoute: return "default"
+        case .address: return "address"
+        case .host: return "host"
+        case .linkLocal: return "link_local"
+        }
+    }
+
+    public var value: String {
+        switch self {
+        case .defaultRoute: return "0.0.0.0,::"
+        case let .address(a): return a
+        case let .host(h): return h
+        case .linkLocal: return "169.254.0.0"
+        }
+    }
+
+    /// YYReachability's `allowWWAN`: NO for the local-WiFi target, YES otherwise.
+    public var allowsWWAN: Bool { self != .linkLocal }
+}
+
+public enum ModemProtocol: String, Sendable {
+    case qmi, mbim
+}
+
+/// Identifiers that name a subscriber or a device. Printed only when the user asks (`--show-identifiers`).
+public struct ModemIdentifiers: Sendable, Equatable {
+    public var imei: String?
+    public var imsi: String?
+    public var iccid: String?
+    public var msisdn: String?
+
+    public init(imei: String? = nil, imsi: String? = nil, iccid: String? = nil, msisdn: String? = nil) {
+        self.imei = imei
+        self.imsi = imsi
+        self.iccid = iccid
+        self.msisdn = msisdn
+    }
+
+    public var isEmpty: Bool { imei == nil && imsi == nil && iccid == nil && msisdn == nil }
+}
+
+/// One modem, as its adapter last read it.
+public struct ModemState: Sendable, Equatable {
+    public var device: String
+    public var `protocol`: ModemProtocol
+    public var interface: String?
+    /// False once the port vanished (EOF/EIO, USB unplug) until it is opened again.
+    public var present: Bool
+    public var accessTechnologies: AccessTechnologies
+    public var registration: RegistrationState
+    public var plmn: PLMN?
+    public var operatorName: String?
+    /// The serving cell's measurement.
+    public var signal: SignalMeasurement
+    /// The NR leg under 5G NSA, which QMI and MBIMEx v2 report apart from the LTE anchor.
+    public var nrSignal: SignalMeasurement?
+    public var qualityPercent: Int?
+    public var sim: SIMState
+    public var packetService: PacketServiceState?
+    public var rejectCause: Int?
+    public var identifiers: ModemIdentifiers
+    public var model: String?
+    public var manufacturer: String?
+    public var firmware: String?
+    /// The last error talking to the modem (timeout, protocol error, malformed reply), if any.
+    public var error: String?
+
+    public init(device: String, protocol: ModemProtocol) {
+        self.device = device
+        self.protocol = `protocol`
+        self.present = true
+        self.accessTechnologies = .none
+        self.registration = .unknown
+        self.signal = SignalMeasurement()
+        self.sim = .unknown
+        self.identifiers = ModemIdentifiers()
+    }
+
+    public var generation: Generation { registration.isRegistered ? accessTechnologies.generation : .none }
+    public var roaming: Bool { registration == .roaming }
+
+    public var bars: Int {
+        guard registration.isRegistered else { return 0 }
+        return SignalBars.level(accessTechnologies, serving: signal, nr: nrSignal)
+    }
+
+    /// "nsa" or "sa" when on 5G, else nil.
+    public var nrMode: String? {
+        guard generation == .g5 else { return nil }
+        return accessTechnologies.isNonStandalone5G ? "nsa" : "sa"
+    }
+}
+
+/// Whether a source (modems, WiFi) could be asked at all, and why not.
+public struct SourceHealth: Sendable, Equatable {
+    public var available: Bool
+    public var reason: String?
+
+    public init(available: Bool, reason: String? = nil) {
+        self.available = available
+        self.reason = reason
+    }
+
+    public static let ok = SourceHealth(available: true)
+}
+
+/// The whole answer at one moment.
+public struct Snapshot: Sendable, Equatable {
+    public static let schemaVersion = 1
+
+    public var time: Timestamp
+    public var target: Target
+    /// Addresses a host target resolved to, and why resolution failed.
+    public var resolvedAddresses: [String]
+    public var resolutionError: String?
+    public var route: RouteLookup?
+    public var flags: ReachabilityFlags
+    public var status: ReachabilityStatus
+    public var medium: Medium
+    public var wwanStatus: Generation
+    public var wwan: [ModemState]
+    public var wifi: [WiFiLink]
+    public var wwanSource: SourceHealth
+    public var wifiSource: SourceHealth
+    /// Set when the route itself could not be determined (netlink failure); the status is then unknown.
+    public var error: String?
+
+    public init(time: Timestamp, target: Target) {
+        self.time = time
+        self.target = target
+        self.resolvedAddresses = []
+        self.flags = []
+        self.status = .unknown
+        self.medium = .none
+        self.wwanStatus = .none
+        self.wwan = []
+        self.wifi = []
+        self.wwanSource = .ok
+        self.wifiSource = .ok
+    }
+
+    public var reachable: Bool { flags.isReachable }
+
+    /// Fills flags, status, medium and WWAN status from the route, the modems and the target.
+    ///
+    /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface),
+    /// else of the first registered modem. A locked SIM on that modem, or, with no route at all, on any modem,
+    /// sets intervention_required.
+    public mutating func derive() {
+        let egress = route?.link?.name
+        let carrier = wwan.first(where: { $0.interface != nil && $0.interface == egress })
+        let locked = carrier.map { $0.sim.needsIntervention } ?? (route == nil && wwan.contains { $0.sim.needsIntervention })
+        flags = ReachabilityFlags.derive(from: route, interventionRequired: locked)
+        status = error != nil && route == nil ? .unknown : ReachabilityStatus(flags: flags, allowWWAN: target.allowsWWAN)
+        medium = Medium(route: route, flags: flags)
+        wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+    }
+}
+
+// MARK: - JSON
+
+extension Snapshot {
+    /// The schema-1 JSON object. Identifiers (IMEI, IMSI, ICCID, MSISDN) appear only when `showIdentifiers`.
+    public func json(showIdentifiers: Bool = false) -> JSON {
+        var targetJSON: [(String, JSON)] = [("kind", .string(target.kind)), ("value", .string(target.value))]
+        if case .host = target {
+            targetJSON.append(("addresses", .array(resolvedAddresses.map(JSON.string))))
+            if let resolutionError { targetJSON.append(("error", .string(resolutionError))) }
+        }
+        var members: [(String, JSON)] = [
+            ("schema", .int(Snapshot.schemaVersion)),
+            ("time", .string(time.rfc3339)),
+            ("target", .object(targetJSON)),
+            ("status", .string(status.rawValue)),
+            ("medium", .string(medium.rawValue)),
+            ("wwan_status", .string(wwanStatus.name)),
+            ("reachable", .bool(reachable)),
+            ("flags", .array(flags.names.map(JSON.string))),
+            ("flags_raw", .int(Int64(flags.rawValue))),
+            ("route", route.map { $0.json } ?? .null),
+            ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers) })),
+            ("wifi", .array(wifi.map(\.json))),
+            ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
+        ]
+        if let error { members.append(("error", .string(error))) }
+        return .object(members)
+    }
+}
+
+extension RouteLookup {
+    public var json: JSON {
+        .object([
+            ("interface", .optional(link?.name)),
+            ("kind", .optional(link?.kind.rawValue)),
+            ("gateway", .optional(gateway)),
+            ("source", .optional(source)),
+            ("family", .string(family.rawValue)),
+            ("type", .string(typeName)),
+            ("carrier", .optional(link?.carrier)),
+        ])
+    }
+
+    public var typeName: String {
+        switch type {
+        case .unicast: return "unicast"
+        case .local: return "local"
+        case .broadcast: return "broadcast"
+        case .multicast: return "multicast"
+        case .unreachable: return "unreachable"
+        case .blackhole: return "blackhole"
+        case .prohibit: return "prohibit"
+        case .throw: return "throw"
+        case let .other(n): return "rtn\(n)"
+        }
+    }
+}
+
+extension SignalMeasurement {
+    public var json: JSON {
+        var m: [(String, JSON)] = []
+        if let rssi { m.append(("rssi_dbm", .double(rssi))) }
+        if let rsrp { m.append(("rsrp_dbm", .double(rsrp))) }
+        if let rsrq { m.append(("rsrq_db", .double(rsrq))) }
+        if let sinr { m.append(("sinr_db", .double(sinr))) }
+        if let rscp { m.append(("rscp_dbm", .double(rscp))) }
+        if let ecio { m.append(("ecio_db", .double(ecio))) }
+        return .object(m)
+    }
+}
+
+extension SourceHealth {
+    public var json: JSON {
+        var m: [(String, JSON)] = [("available", .bool(available))]
+        if let reason { m.append(("reason", .string(reason))) }
+        return .object(m)
+    }
+}
+
+extension ModemState {
+    public func json(showIdentifiers: Bool = false) -> JSON {
+        var signalJSON = signal.json
+        if let nrSignal, case var .object(m) = signalJSON {
+            m.append(("nr", nrSignal.json))
+            signalJSON = .object(m)
+        }
+        var members: [(String, JSON)] = [
+            ("device", .string(device)),
+            ("protocol", .string(`protocol`.rawValue)),
+            ("interface", .optional(interface)),
+            ("present", .bool(present)),
+            ("generation", .string(generation.name)),
+            ("nr_mode", .optional(nrMode)),
+            ("access_technologies", .array(accessTechnologies.names.map(JSON.string))),
+            ("registration", .string(registration.rawValue)),
+            ("roaming", .bool(roaming)),
+            (
+                "operator",
+                .object([
+                    ("mcc", .optional(plmn?.mcc)), ("mnc", .optional(plmn?.mnc)), ("name", .optional(operatorName)),
+                ])
+            ),
+            ("signal", signalJSON),
+            ("bars", .int(bars)),
+            ("quality_percent", .optional(qualityPercent)),
+            ("sim", .string(sim.rawValue)),
+            ("packet_service", .optional(packetService?.rawValue)),
+            ("reject_cause", .optional(rejectCause)),
+            ("error", .optional(error)),
+        ]
+        if showIdentifiers {
+            members.append(
+                (
+                    "identifiers",
+                    .object([
+                        ("imei", .optional(identifiers.imei)), ("imsi", .optional(identifiers.imsi)),
+                        ("iccid", .optional(identifiers.iccid)), ("msisdn", .optional(identifiers.msisdn)),
+                    ])
+                ))
+        }
+        return .object(members)
+    }
+}
+
+extension WiFiLink {
+    public var json: JSON {
+        .object([
+            ("interface", .string(interface)),
+            ("mode", .string(mode.rawValue)),
+            ("associated", .bool(associated)),
+            ("ssid", .optional(ssid)),
+            ("bssid", .optional(bssid)),
+            ("frequency_mhz", .optional(frequencyMHz)),
+            ("band", .optional(band?.rawValue)),
+            ("channel", .optional(channel)),
+            ("signal_dbm", .optional(signalDBm)),
+            ("signal_avg_dbm", .optional(signalAvgDBm)),
+            ("bars", .int(bars)),
+            ("quality_percent", .optional(qualityPercent)),
+            ("tx_bitrate_mbps", .optional(txBitrateMbps)),
+            ("rx_bitrate_mbps", .optional(rxBitrateMbps)),
+            ("connected_seconds", .optional(connectedSeconds)),
+            ("clients", .optional(clients)),
+            ("error", .optional(error)),
+        ])
+    }
+}

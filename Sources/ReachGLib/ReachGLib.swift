@@ -1,0 +1,2 @@
+// ReachGLib: see DESIGN in README; filled by its issue.
+public enum ReachGLibNamespace {}

@@ -1,0 +1,2 @@
+// ReachModem: see DESIGN in README; filled by its issue.
+public enum ReachModemNamespace {}

@@ -1,0 +1,2 @@
+// ReachRoutes: see DESIGN in README; filled by its issue.
+public enum ReachRoutesNamespace {}

@@ -1,0 +1,2 @@
+// ReachWiFi: see DESIGN in README; filled by its issue.
+public enum ReachWiFiNamespace {}
