@@ -1,2 +1,0 @@
-// ReachModem: see DESIGN in README; filled by its issue.
-public enum ReachModemNamespace {}

@@ -1,2 +1,0 @@
-// ReachWiFi: see DESIGN in README; filled by its issue.
-public enum ReachWiFiNamespace {}
