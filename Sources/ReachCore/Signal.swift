@@ -41,9 +41,13 @@ public struct BarThresholds: Sendable, Equatable {
     }
 
     /// 0...4, or nil when the value is absent or outside the valid range (unknown).
-    public func level(_ value: Double?) -> Int? {
+    ///
+    /// `bias` (dB) raises every threshold by that much for this one evaluation: the agent's bar hysteresis asks
+    /// "which level would this value reach if each boundary had to be crossed by N dB?" with `bias: ±N`. The valid
+    /// range is checked on the unbiased value.
+    public func level(_ value: Double?, bias: Double = 0) -> Int? {
         guard let value, valid.contains(value) else { return nil }
-        return thresholds.reduce(0) { $0 + (value >= $1 ? 1 : 0) }
+        return thresholds.reduce(0) { $0 + (value >= $1 + bias ? 1 : 0) }
     }
 
     // AOSP CellSignalStrengthGsm: RSSI, valid [-113, -51].
@@ -70,31 +74,33 @@ public struct BarThresholds: Sendable, Equatable {
 
 public enum SignalBars {
     /// Bars for a measurement on a family of radio technologies. Unknown (nothing valid) is 0.
-    public static func level(_ family: SignalFamily, _ m: SignalMeasurement, evdo: Bool = false) -> Int {
+    /// `bias` (dB) is passed to every threshold table (see `BarThresholds.level(_:bias:)`); 0 gives the plain bars.
+    public static func level(_ family: SignalFamily, _ m: SignalMeasurement, evdo: Bool = false, bias: Double = 0) -> Int {
+        let b = bias
         switch family {
         case .gsm:
-            return BarThresholds.gsmRSSI.level(m.rssi) ?? 0
+            return BarThresholds.gsmRSSI.level(m.rssi, bias: b) ?? 0
         case .wcdma:
             // RSSI is Android's default WCDMA method; RSCP is used when the modem gave no RSSI.
-            return BarThresholds.wcdmaRSSI.level(m.rssi) ?? BarThresholds.wcdmaRSCP.level(m.rscp) ?? 0
+            return BarThresholds.wcdmaRSSI.level(m.rssi, bias: b) ?? BarThresholds.wcdmaRSCP.level(m.rscp, bias: b) ?? 0
         case .cdma:
-            return (evdo ? BarThresholds.evdoRSSI : BarThresholds.cdmaRSSI).level(m.rssi) ?? 0
+            return (evdo ? BarThresholds.evdoRSSI : BarThresholds.cdmaRSSI).level(m.rssi, bias: b) ?? 0
         case .lte:
-            guard let rsrp = BarThresholds.lteRSRP.level(m.rsrp) else {
-                return BarThresholds.lteRSSI.level(m.rssi) ?? 0
+            guard let rsrp = BarThresholds.lteRSRP.level(m.rsrp, bias: b) else {
+                return BarThresholds.lteRSSI.level(m.rssi, bias: b) ?? 0
             }
-            return [rsrp, BarThresholds.lteRSRQ.level(m.rsrq), BarThresholds.lteRSSNR.level(m.sinr)]
+            return [rsrp, BarThresholds.lteRSRQ.level(m.rsrq, bias: b), BarThresholds.lteRSSNR.level(m.sinr, bias: b)]
                 .compactMap { $0 }.min()!
         case .nr:
-            guard let rsrp = BarThresholds.nrRSRP.level(m.rsrp) else { return 0 }
-            return [rsrp, BarThresholds.nrRSRQ.level(m.rsrq), BarThresholds.nrSINR.level(m.sinr)]
+            guard let rsrp = BarThresholds.nrRSRP.level(m.rsrp, bias: b) else { return 0 }
+            return [rsrp, BarThresholds.nrRSRQ.level(m.rsrq, bias: b), BarThresholds.nrSINR.level(m.sinr, bias: b)]
                 .compactMap { $0 }.min()!
         }
     }
 
     /// Bars for a radio access technology.
-    public static func level(_ rat: RadioAccessTechnology, _ m: SignalMeasurement) -> Int {
-        level(rat.signalFamily, m, evdo: [.evdo0, .evdoA, .evdoB, .eHRPD].contains(rat))
+    public static func level(_ rat: RadioAccessTechnology, _ m: SignalMeasurement, bias: Double = 0) -> Int {
+        level(rat.signalFamily, m, evdo: [.evdo0, .evdoA, .evdoB, .eHRPD].contains(rat), bias: bias)
     }
 
     /// Bars for a set of technologies in use. `serving` is what the modem measured on its serving cell; `nr` is the
@@ -102,17 +108,19 @@ public enum SignalBars {
     /// - SA (NR only): NR thresholds on `nr`, or on `serving` when that is all there is.
     /// - NSA (LTE + NR): the NR leg gives the bars when it has a valid SS-RSRP, otherwise the LTE anchor does.
     /// - Otherwise: the newest technology in the set. An empty set (not registered) has 0 bars.
-    public static func level(_ rats: AccessTechnologies, serving: SignalMeasurement, nr: SignalMeasurement? = nil) -> Int {
+    public static func level(
+        _ rats: AccessTechnologies, serving: SignalMeasurement, nr: SignalMeasurement? = nil, bias: Double = 0
+    ) -> Int {
         if rats.contains(.nr) {
-            if let nr, BarThresholds.nrRSRP.level(nr.rsrp) != nil { return level(.nr, nr) }
-            if !rats.isNonStandalone5G { return level(.nr, nr ?? serving) }
+            if let nr, BarThresholds.nrRSRP.level(nr.rsrp) != nil { return level(.nr, nr, bias: bias) }
+            if !rats.isNonStandalone5G { return level(.nr, nr ?? serving, bias: bias) }
         }
         guard let anchor = rats.members.filter({ $0 != .nr }).max() else { return 0 }
-        return level(anchor, serving)
+        return level(anchor, serving, bias: bias)
     }
 
     /// WiFi bars from RSSI (Android 11+ RssiUtil: -88/-77/-66/-55).
-    public static func wifi(rssi: Double?) -> Int { BarThresholds.wifiRSSI.level(rssi) ?? 0 }
+    public static func wifi(rssi: Double?, bias: Double = 0) -> Int { BarThresholds.wifiRSSI.level(rssi, bias: bias) ?? 0 }
 }
 
 /// Quality percentages as ModemManager computes them (`src/mm-modem-helpers.h`, `mm-broadband-modem-qmi.c`).

@@ -1,0 +1,384 @@
+// Change detection: which changes of a stream of snapshots are worth one notification, exactly once.
+//
+// The peers' complaints (ANCHORS.md §5.3) are duplicates (a callback per registration, AFNetworking #4302) and
+// flapping (a notReachable→reachable pair on every reconnect, Alamofire #2707). The rules here:
+// - A field is reported when its value differs from the last *reported* value, never because a source spoke again:
+//   the same state delivered twice is no change.
+// - A change to a better or a sideways state (none→wifi, wifi→wwan, 3→4 bars) is reported at once.
+// - A change to a worse state (reachable→not, any status→none, 5g→4g, fewer bars, a link gone) is held down for
+//   `holdDown`: it is reported only if it still holds when the hold-down ends, so a short loss that comes back is
+//   never reported at all. The kernel tells us at once; we wait on purpose, and only for losses.
+// - Bars move only when the signal crosses a bar boundary by `barHysteresisDB` (see `SignalBars.level(bias:)`), so
+//   a signal sitting on a boundary does not toggle between two bar counts.
+//
+// Pure: time comes in as a monotonic `Duration` since any fixed origin (the agent uses its ContinuousClock, tests a
+// manual clock), so nothing here sleeps or reads a clock.
+
+/// How changes are debounced.
+public struct ChangePolicy: Sendable, Equatable {
+    /// How long a transition to a worse state must last before it is reported.
+    public var holdDown: Duration
+    /// How far (dB) the signal must cross a bar boundary before the bars change.
+    public var barHysteresisDB: Double
+
+    public init(holdDown: Duration, barHysteresisDB: Double) {
+        self.holdDown = holdDown
+        self.barHysteresisDB = barHysteresisDB
+    }
+
+    /// The defaults of config/reach.json; README.md ("Change detection") justifies them.
+    public static let standard = ChangePolicy(holdDown: .seconds(5), barHysteresisDB: 3)
+    /// Every change at once, no hysteresis: what a plain "diff the snapshots" would do.
+    public static let immediate = ChangePolicy(holdDown: .zero, barHysteresisDB: 0)
+}
+
+/// A top-level field the detector tracks; the raw value is the report key.
+public enum ChangeField: String, Sendable, CaseIterable, Comparable {
+    case status, medium
+    case wwanStatus = "wwan_status"
+    case reachable, bars
+
+    public static func < (a: ChangeField, b: ChangeField) -> Bool {
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    }
+}
+
+/// A link whose bars are tracked: a modem (by control port) or a WiFi interface.
+public struct LinkKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Comparable {
+        case wwan, wifi
+        public static func < (a: Kind, b: Kind) -> Bool { a.rawValue > b.rawValue }  // wwan first
+    }
+
+    public var kind: Kind
+    public var name: String
+
+    public init(_ kind: Kind, _ name: String) {
+        self.kind = kind
+        self.name = name
+    }
+
+    public static func < (a: LinkKey, b: LinkKey) -> Bool { (a.kind, a.name) < (b.kind, b.name) }
+    public var description: String { "\(kind.rawValue):\(name)" }
+}
+
+/// The debounced values last reported.
+public struct ReportedView: Sendable, Equatable {
+    public var status: ReachabilityStatus
+    public var medium: Medium
+    public var wwanStatus: Generation
+    public var reachable: Bool
+    public var bars: [LinkKey: Int]
+
+    public init(status: ReachabilityStatus, medium: Medium, wwanStatus: Generation, reachable: Bool, bars: [LinkKey: Int]) {
+        self.status = status
+        self.medium = medium
+        self.wwanStatus = wwanStatus
+        self.reachable = reachable
+        self.bars = bars
+    }
+}
+
+/// A link's bars that changed; nil `from`: the link appeared; nil `to`: it is gone.
+public struct BarChange: Sendable, Equatable {
+    public var link: LinkKey
+    public var from: Int?
+    public var to: Int?
+}
+
+/// One reported change.
+public struct ChangeEvent: Sendable, Equatable {
+    /// The first determination (the view was empty); `changed` then lists every field.
+    public var initial: Bool
+    public var changed: [ChangeField]
+    public var bars: [BarChange]
+    public var previous: ReportedView?
+    public var current: ReportedView
+    /// Why, in a few words ("route via wlan1 lost carrier").
+    public var reason: String
+}
+
+/// The change detector of one target. A value type: copy it, table-test it.
+public struct ChangeDetector: Sendable {
+    private enum Key: Hashable {
+        case field(ChangeField)
+        case link(LinkKey)
+    }
+
+    public private(set) var policy: ChangePolicy
+    /// What was last reported; nil before the first snapshot.
+    public private(set) var view: ReportedView?
+    /// The latest snapshot observed.
+    public private(set) var latest: Snapshot?
+    /// The snapshot at the last reported change (what the reason compares against).
+    private var reportedSnapshot: Snapshot?
+    /// Worse values being held down, with the time the hold began.
+    private var pending: [Key: Duration] = [:]
+
+    public init(policy: ChangePolicy = .standard) {
+        self.policy = policy
+    }
+
+    /// A new policy (config reload); the reported view and any hold in progress are kept.
+    public mutating func update(policy: ChangePolicy) { self.policy = policy }
+
+    /// When a hold-down ends, if one is in progress: call `tick(at:)` then.
+    public var nextDeadline: Duration? { pending.values.min().map { $0 + policy.holdDown } }
+
+    /// Fields (and "bars" for links) whose worse value is being held down now.
+    public var held: [ChangeField] {
+        var fields = Set<ChangeField>()
+        for key in pending.keys {
+            switch key {
+            case let .field(f): fields.insert(f)
+            case .link: fields.insert(.bars)
+            }
+        }
+        return fields.sorted()
+    }
+
+    /// The debounced bars of a link, or nil when the link is not tracked.
+    public func bars(_ link: LinkKey) -> Int? { view?.bars[link] }
+
+    /// Feeds a snapshot observed at `now`; returns the change to report, if any.
+    public mutating func observe(_ snapshot: Snapshot, at now: Duration) -> ChangeEvent? {
+        latest = snapshot
+        guard view != nil else {
+            let v = ReportedView(
+                status: snapshot.status, medium: snapshot.medium, wwanStatus: snapshot.wwanStatus,
+                reachable: snapshot.reachable, bars: Self.rawBars(snapshot))
+            view = v
+            reportedSnapshot = snapshot
+            return ChangeEvent(
+                initial: true, changed: ChangeField.allCases,
+                bars: v.bars.sorted { $0.key < $1.key }.map { BarChange(link: $0.key, from: nil, to: $0.value) },
+                previous: nil, current: v, reason: "first determination")
+        }
+        return evaluate(at: now)
+    }
+
+    /// Re-evaluates the latest snapshot at `now`: reports a held-down change whose hold has ended.
+    public mutating func tick(at now: Duration) -> ChangeEvent? {
+        guard view != nil, latest != nil else { return nil }
+        return evaluate(at: now)
+    }
+
+    private mutating func evaluate(at now: Duration) -> ChangeEvent? {
+        guard var v = view, let s = latest else { return nil }
+        let before = v
+        var changed: [ChangeField] = []
+        var barChanges: [BarChange] = []
+
+        /// Applies the candidate of one key: at once when not worse, after the hold-down when worse.
+        func settle(_ key: Key, same: Bool, worse: Bool) -> Bool {
+            if same {
+                pending[key] = nil
+                return false
+            }
+            if !worse {
+                pending[key] = nil
+                return true
+            }
+            let since = pending[key] ?? now
+            if now - since >= policy.holdDown {
+                pending[key] = nil
+                return true
+            }
+            pending[key] = since
+            return false
+        }
+
+        if settle(.field(.status), same: s.status == v.status, worse: Self.isWorse(s.status, than: v.status)) {
+            v.status = s.status
+            changed.append(.status)
+        }
+        if settle(.field(.medium), same: s.medium == v.medium, worse: s.medium == .none) {
+            v.medium = s.medium
+            changed.append(.medium)
+        }
+        if settle(.field(.wwanStatus), same: s.wwanStatus == v.wwanStatus, worse: s.wwanStatus < v.wwanStatus) {
+            v.wwanStatus = s.wwanStatus
+            changed.append(.wwanStatus)
+        }
+        if settle(.field(.reachable), same: s.reachable == v.reachable, worse: !s.reachable) {
+            v.reachable = s.reachable
+            changed.append(.reachable)
+        }
+
+        let links = Self.links(s, reported: v.bars, h: policy.barHysteresisDB)
+        for key in Set(links.keys).union(v.bars.keys).sorted() {
+            let reported = v.bars[key]
+            let candidate = links[key]
+            let worse: Bool
+            switch (reported, candidate) {
+            case let (r?, c?): worse = c < r
+            case (_?, nil): worse = true
+            default: worse = false
+            }
+            if settle(.link(key), same: reported == candidate, worse: worse) {
+                v.bars[key] = candidate
+                barChanges.append(BarChange(link: key, from: reported, to: candidate))
+            }
+        }
+        if !barChanges.isEmpty { changed.append(.bars) }
+
+        guard !changed.isEmpty else { return nil }
+        view = v
+        let reason = ChangeReason.describe(from: reportedSnapshot, to: s, changed: changed, bars: barChanges)
+        reportedSnapshot = s
+        return ChangeEvent(initial: false, changed: changed, bars: barChanges, previous: before, current: v, reason: reason)
+    }
+
+    /// Loss of reachability in YY terms: any status to none, and anything to unknown (the route could no longer be
+    /// determined). A first determination (from unknown) and wwan↔wifi are not worse.
+    static func isWorse(_ new: ReachabilityStatus, than old: ReachabilityStatus) -> Bool {
+        switch (old, new) {
+        case (.unknown, _): return false
+        case (_, .unknown): return true
+        case (.none, _): return false
+        case (_, .none): return true
+        default: return false
+        }
+    }
+
+    /// Each link of a snapshot with its candidate bars, given the reported bars and the hysteresis.
+    private static func links(_ s: Snapshot, reported: [LinkKey: Int], h: Double) -> [LinkKey: Int] {
+        var out: [LinkKey: Int] = [:]
+        for m in s.wwan {
+            let key = LinkKey(.wwan, m.device)
+            out[key] = hysteresis(reported: reported[key], h: h) { m.bars(bias: $0) }
+        }
+        for w in s.wifi {
+            let key = LinkKey(.wifi, w.interface)
+            out[key] = hysteresis(reported: reported[key], h: h) { w.bars(bias: $0) }
+        }
+        return out
+    }
+
+    static func rawBars(_ s: Snapshot) -> [LinkKey: Int] {
+        var out: [LinkKey: Int] = [:]
+        for m in s.wwan { out[LinkKey(.wwan, m.device)] = m.bars }
+        for w in s.wifi { out[LinkKey(.wifi, w.interface)] = w.bars }
+        return out
+    }
+
+    /// The bars to report for a link whose plain bars are `bars(0)`: up only if the value clears the higher boundary by
+    /// `h` dB (`bars(+h)`), down only if it falls `h` dB below the lower one (`bars(-h)`); otherwise unchanged.
+    static func hysteresis(reported: Int?, h: Double, _ bars: (Double) -> Int) -> Int {
+        let raw = bars(0)
+        guard let reported, h > 0 else { return raw }
+        if raw > reported { return max(reported, bars(h)) }
+        if raw < reported { return min(reported, bars(-h)) }
+        return reported
+    }
+}
+
+extension ModemState {
+    /// Bars with every threshold raised by `bias` dB (see `SignalBars.level(_:serving:nr:bias:)`); `bars(bias: 0)`
+    /// equals `bars`.
+    public func bars(bias: Double) -> Int {
+        guard registration.isRegistered else { return 0 }
+        return SignalBars.level(accessTechnologies, serving: signal, nr: nrSignal, bias: bias)
+    }
+}
+
+extension WiFiLink {
+    /// Bars with every threshold raised by `bias` dB; `bars(bias: 0)` equals `bars`.
+    public func bars(bias: Double) -> Int {
+        guard associated, let s = barSignalDBm else { return 0 }
+        return SignalBars.wifi(rssi: Double(s), bias: bias)
+    }
+}
+
+// MARK: - Reasons
+
+/// A few words saying why a change happened, from the snapshot at the last reported change and the new one.
+public enum ChangeReason {
+    public static func describe(from old: Snapshot?, to new: Snapshot, changed: [ChangeField], bars: [BarChange]) -> String {
+        var parts: [String] = []
+        if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
+        let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
+        for m in new.wwan {
+            parts.append(contentsOf: modemReasons(oldModems[m.device], m))
+        }
+        let oldWiFi = Dictionary((old?.wifi ?? []).map { ($0.interface, $0) }, uniquingKeysWith: { a, _ in a })
+        for w in new.wifi {
+            parts.append(contentsOf: wifiReasons(oldWiFi[w.interface], w))
+        }
+        let newLinks = Set(new.wwan.map { LinkKey(.wwan, $0.device) } + new.wifi.map { LinkKey(.wifi, $0.interface) })
+        for b in bars {
+            if b.to == nil || !newLinks.contains(b.link) {
+                parts.append("\(b.link.name) gone")
+            } else if let from = b.from, let to = b.to {
+                var text = "\(b.link.name) \(from)→\(to) bars"
+                if b.link.kind == .wifi, let dBm = new.wifi.first(where: { $0.interface == b.link.name })?.barSignalDBm {
+                    text += " (\(dBm) dBm)"
+                }
+                parts.append(text)
+            } else if let to = b.to {
+                parts.append("\(b.link.name) appeared with \(to) bars")
+            }
+        }
+        var seen = Set<String>()
+        parts = parts.filter { seen.insert($0).inserted }
+        if parts.isEmpty {
+            return changed.map(\.rawValue).joined(separator: ", ") + " changed"
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    static func routeReason(_ old: RouteLookup?, _ new: RouteLookup?, error: String?, oldError: String?) -> String? {
+        if let error, error != oldError { return "route lookup failed: \(error)" }
+        let oldIf = old?.link?.name
+        let newIf = new?.link?.name
+        switch (old, new) {
+        case (nil, nil):
+            return nil
+        case let (o?, nil):
+            return o.link.map { "route via \($0.name) removed" } ?? "route removed"
+        case let (nil, n?):
+            if n.type != .unicast && n.type != .local { return "route is \(n.typeName)" }
+            return n.link.map { "route via \($0.name) appeared" } ?? "route appeared"
+        case let (o?, n?):
+            if n.type != o.type, n.type != .unicast { return "route is \(n.typeName)" }
+            if oldIf != newIf {
+                if let newIf { return oldIf.map { "route moved from \($0) to \(newIf)" } ?? "route now via \(newIf)" }
+                return "route has no interface"
+            }
+            guard let ol = o.link, let nl = n.link else { return nil }
+            if ol.adminUp && !nl.adminUp { return "route via \(nl.name): interface set down" }
+            if !ol.adminUp && nl.adminUp { return "route via \(nl.name): interface set up" }
+            if ol.carrier && !nl.carrier { return "route via \(nl.name) lost carrier" }
+            if !ol.carrier && nl.carrier { return "route via \(nl.name) regained carrier" }
+            if ol.kind != nl.kind { return "\(nl.name) is now \(nl.kind.rawValue)" }
+            if o.gateway != n.gateway { return "gateway of \(nl.name) changed" }
+            return nil
+        }
+    }
+
+    static func modemReasons(_ old: ModemState?, _ new: ModemState) -> [String] {
+        let name = new.device
+        guard let old else { return ["modem \(name) appeared"] }
+        var out: [String] = []
+        if old.present && !new.present { out.append("modem \(name) vanished") }
+        if !old.present && new.present { out.append("modem \(name) is back") }
+        if old.sim != new.sim { out.append("\(name) SIM \(old.sim.rawValue)→\(new.sim.rawValue)") }
+        if old.registration != new.registration {
+            var text = "\(name) registration \(old.registration.rawValue)→\(new.registration.rawValue)"
+            if let cause = new.rejectCause, new.registration == .denied { text += " (reject cause \(cause))" }
+            out.append(text)
+        }
+        if old.generation != new.generation { out.append("\(name) \(old.generation.name)→\(new.generation.name)") }
+        return out
+    }
+
+    static func wifiReasons(_ old: WiFiLink?, _ new: WiFiLink) -> [String] {
+        guard let old else { return ["\(new.interface) appeared"] }
+        if old.associated && !new.associated { return ["\(new.interface) disassociated"] }
+        if !old.associated && new.associated {
+            return ["\(new.interface) associated" + (new.ssid.map { " to \"\($0)\"" } ?? "")]
+        }
+        if old.bssid != nil, new.bssid != nil, old.bssid != new.bssid { return ["\(new.interface) roamed"] }
+        return []
+    }
+}
