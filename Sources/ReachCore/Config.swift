@@ -280,7 +280,7 @@ private final class ConfigReader {
             case "default": result = .defaultRoute
             case "link_local": result = .linkLocal
             case "address":
-                if let s = value?.stringValue, IPAddressText.isIPv4(s) || IPAddressText.isIPv6(s) {
+                if let s = value?.stringValue, IPAddress(s) != nil {
                     result = .address(s)
                 } else {
                     problem(o.path("value"), "expected an IPv4 or IPv6 address, found \(value.map(show) ?? "nothing")")
@@ -333,7 +333,7 @@ private final class ConfigReader {
             }
             var host: String?
             if let h = o.value("host") {
-                if let s = h.stringValue, IPAddressText.isIPv4(s) || IPAddressText.isIPv6(s) || IPAddressText.isHostName(s) {
+                if let s = h.stringValue, IPAddress(s) != nil || IPAddressText.isHostName(s) {
                     host = s
                 } else {
                     problem(o.path("host"), "expected an IP address or host name, found \(show(h))")
@@ -438,35 +438,8 @@ private final class ObjectReader {
     }
 }
 
-/// Syntax checks for address and host-name text (no resolution, no I/O).
+/// Syntax check for host-name text (no resolution, no I/O); addresses are checked with `IPAddress`.
 public enum IPAddressText {
-    public static func isIPv4(_ s: String) -> Bool {
-        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return false }
-        return parts.allSatisfy { p in
-            !p.isEmpty && p.count <= 3 && p.allSatisfy(\.isASCII) && p.allSatisfy(\.isNumber)
-                && (p.count == 1 || p.first != "0") && Int(p)! <= 255
-        }
-    }
-
-    public static func isIPv6(_ s: String) -> Bool {
-        guard s.contains(":"), s.count <= 45 else { return false }
-        var body = Substring(s)
-        var groupsAllowed = 8
-        if let lastColon = s.lastIndex(of: ":"), s[s.index(after: lastColon)...].contains(".") {
-            guard isIPv4(String(s[s.index(after: lastColon)...])) else { return false }
-            body = s[...lastColon]
-            if body.hasSuffix(":") && !body.hasSuffix("::") { body = body.dropLast() }
-            groupsAllowed = 6
-        }
-        let doubleColons = body.components("::")
-        guard doubleColons <= 1, !body.contains(":::") else { return false }
-        let groups = body.split(separator: ":", omittingEmptySubsequences: true)
-        guard groups.allSatisfy({ $0.count <= 4 && $0.allSatisfy(\.isHexDigit) }) else { return false }
-        if doubleColons == 1 { return groups.count < groupsAllowed }
-        return groups.count == groupsAllowed && !body.hasPrefix(":") && !body.hasSuffix(":")
-    }
-
     /// RFC 1123 host name: labels of 1-63 letters, digits and hyphens, not starting or ending with a hyphen;
     /// at most 253 characters; an optional trailing dot.
     public static func isHostName(_ s: String) -> Bool {
@@ -477,18 +450,6 @@ public enum IPAddressText {
             !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
                 && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
         }
-    }
-}
-
-extension Substring {
-    fileprivate func components(_ separator: String) -> Int {
-        var count = 0
-        var rest = self[...]
-        while let r = rest.firstRange(of: separator) {
-            count += 1
-            rest = rest[r.upperBound...]
-        }
-        return count
     }
 }
 
