@@ -1,0 +1,143 @@
+// `reach agent` and `reach watch`: the ServiceGroup built from a configuration.
+
+import GatewayReach
+import Glibc
+import Logging
+import ServiceLifecycle
+
+public enum ConfigFile {
+    /// Reads and validates a config file. With no path, /etc/reach/reach.json when it exists, else the defaults.
+    public static func load(_ path: String?) -> Result<AgentConfig, ConfigError> {
+        let file = path ?? AgentConfig.defaultPath
+        if path == nil && access(file, F_OK) != 0 { return .success(AgentConfig()) }
+        let text: String
+        switch readTextFile(file, limit: 1 << 20) {
+        case let .success(t): text = t
+        case let .failure(e): return .failure(ConfigError(key: "", "cannot read \(file): \(e)"))
+        }
+        do {
+            return .success(try AgentConfig.parse(text))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// Reads a whole (small) text file; fails beyond `limit` bytes.
+public func readTextFile(_ path: String, limit: Int) -> Result<String, SystemError> {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd < 0 { return .failure(SystemError("open", errno: errno)) }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 16384)
+    while true {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            return .failure(SystemError("read", errno: errno))
+        }
+        if n == 0 { break }
+        bytes.append(contentsOf: chunk[0..<n])
+        if bytes.count > limit { return .failure(SystemError("read (file larger than \(limit) bytes)", errno: EFBIG)) }
+    }
+    return .success(String(decoding: bytes, as: UTF8.self))
+}
+
+/// The pieces of a running agent, for `reach agent`, `reach watch` and tests.
+public struct AgentAssembly {
+    public let hub: StatusHub
+    public let services: [ServiceGroupConfiguration.ServiceConfiguration]
+
+    /// - Parameters:
+    ///   - log / prometheus: the report outputs (nil for `reach watch`).
+    ///   - route / modems / wifi: the sources; nil picks the production one for the config.
+    public init(
+        config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
+        clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
+        route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
+        reloadOnSIGHUP: Bool, logger: Logger
+    ) {
+        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds)
+        var modemSources: [any ModemSource] = []
+        if config.modems.enabled {
+            if let modems {
+                modemSources = modems
+            } else {
+                let options = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+                let interval = Duration.seconds(config.modems.pollIntervalSeconds)
+                if config.modems.ports.isEmpty {
+                    modemSources = [PollingModemSource(specs: nil, options: options, interval: interval, clock: clock)]
+                } else {
+                    // One monitor per modem: a slow or vanished modem does not hold up the others.
+                    modemSources = config.modems.ports.map { p in
+                        PollingModemSource(
+                            specs: [ModemPortSpec(path: p.path, protocol: p.protocol, interface: p.interface)],
+                            options: options, interval: interval, clock: clock)
+                    }
+                }
+            }
+        }
+        var wifiSource: (any WiFiSource)?
+        if config.wifi.enabled {
+            wifiSource =
+                wifi
+                ?? PollingWiFiSource(
+                    interfaces: config.wifi.interfaces, interval: .seconds(config.wifi.pollIntervalSeconds), clock: clock)
+        }
+
+        var expecting: Set<String> = ["route"]
+        for m in modemSources { expecting.insert("modem:" + m.name) }
+        if wifiSource != nil { expecting.insert("wifi") }
+        // The first lines wait for every source's first answer, but never longer than one modem request plus a second.
+        let grace = Duration.seconds(config.modems.requestTimeoutSeconds + 1)
+        let hub = StatusHub(
+            config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
+            clock: clock, wall: wall, logger: logger)
+        self.hub = hub
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: ReporterService(hub: hub, clock: clock))
+        ]
+        if reloadOnSIGHUP {
+            services.append(.init(service: ReloadService(configPath: configPath, hub: hub, logger: logger)))
+        }
+        let resolveEvery = Duration.seconds(config.report.intervalSeconds)
+        services.append(
+            .init(
+                service: RouteService(
+                    source: routeSource, hub: hub, targets: config.targets, clock: clock, resolveEvery: resolveEvery,
+                    logger: logger)))
+        for m in modemSources {
+            var l = logger
+            l[metadataKey: "modem.source"] = "\(m.name)"
+            services.append(.init(service: ModemService(source: m, hub: hub, clock: clock, logger: l)))
+        }
+        if let wifiSource {
+            services.append(.init(service: WiFiService(source: wifiSource, hub: hub, clock: clock, logger: logger)))
+        }
+        self.services = services
+    }
+
+    /// Runs until SIGTERM or SIGINT (graceful: the stop lines are written) or a service fails.
+    public func run(logger: Logger) async throws {
+        var groupConfig = ServiceGroupConfiguration(services: services, logger: logger)
+        groupConfig.gracefulShutdownSignals = [.sigterm, .sigint]
+        groupConfig.maximumGracefulShutdownDuration = .seconds(10)
+        let group = ServiceGroup(configuration: groupConfig)
+        try await group.run()
+    }
+}
+
+extension AgentConfig.LogLevel {
+    public var loggerLevel: Logger.Level {
+        switch self {
+        case .trace: return .trace
+        case .debug: return .debug
+        case .info: return .info
+        case .notice: return .notice
+        case .warning: return .warning
+        case .error: return .error
+        case .critical: return .critical
+        }
+    }
+}

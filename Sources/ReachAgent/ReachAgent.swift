@@ -1,2 +1,0 @@
-// ReachAgent: see DESIGN in README; filled by its issue.
-public enum ReachAgentNamespace {}

@@ -1,0 +1,152 @@
+// What feeds the agent: one small protocol per source, so the services can be tested with fakes and the adapters
+// plug in as they are. Each source gives its current value and then its changes.
+
+import GatewayReach
+import Logging
+
+/// The kernel's routing: "something changed" notices, and the route part for a target on demand.
+public protocol RouteSource: Sendable {
+    /// Notices of link/address/route changes. `.resync` means notices were lost. Finishes when the source fails.
+    func events() throws -> AsyncStream<RouteEvent>
+    /// The route part of a target's snapshot, computed now (for a host target with the given resolution).
+    func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView
+    /// Resolves a host name within a bounded time.
+    func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError>
+}
+
+/// One modem (or, with discovery, the modems found) as a stream of states.
+public protocol ModemSource: Sendable {
+    /// A name for logs: the control port, or "discovery".
+    var name: String { get }
+    /// The current state first, then each change. Finishes when the source stops.
+    func updates() -> AsyncStream<(SourceHealth, [ModemState])>
+}
+
+/// The WiFi interfaces as a stream of states.
+public protocol WiFiSource: Sendable {
+    var name: String { get }
+    /// The current state first, then each change. Finishes when the source stops.
+    func updates() -> AsyncStream<(SourceHealth, [WiFiLink])>
+}
+
+// MARK: - Production sources
+
+/// rtnetlink multicast (RouteMonitor) for the notices, RouteView (RTM_GETROUTE) for the answers.
+public struct KernelRouteSource: RouteSource {
+    public var interfaceOverrides: [String: InterfaceKind]
+    public var resolveTimeout: Duration
+
+    public init(interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3)) {
+        self.interfaceOverrides = interfaceOverrides
+        self.resolveTimeout = resolveTimeout
+    }
+
+    public func events() throws -> AsyncStream<RouteEvent> {
+        let monitor = try RouteMonitor()
+        // The stream keeps the monitor alive (its onTermination stops it).
+        let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
+        // The forwarding task is never cancelled: it ends when the monitor's stream finishes. Stopping the monitor
+        // (which joins its thread) from the cancellation of the task that consumes `monitor.events` can deadlock:
+        // the monitor's thread may at that moment be resuming that very task.
+        Task {
+            for await e in monitor.events {
+                if case .dropped = continuation.yield(e) { continuation.yield(.resync) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in monitor.stop() }
+        return stream
+    }
+
+    public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
+        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides)
+    }
+
+    public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> {
+        await HostResolver.resolve(name, timeout: resolveTimeout)
+    }
+}
+
+/// A modem source that reads with `ModemReader` at an interval and reports when the state changed. It is the
+/// fallback for modems without indications, and what runs until the indication-driven monitor is wired in.
+public struct PollingModemSource: ModemSource {
+    public var specs: [ModemPortSpec]?
+    public var options: ModemReadOptions
+    public var interval: Duration
+    public var clock: any AgentClock
+
+    public init(specs: [ModemPortSpec]?, options: ModemReadOptions, interval: Duration, clock: any AgentClock) {
+        self.specs = specs
+        self.options = options
+        self.interval = interval
+        self.clock = clock
+    }
+
+    public var name: String { specs?.map(\.path).joined(separator: ",") ?? "discovery" }
+
+    public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
+        let (specs, options, interval, clock) = (self.specs, self.options, self.interval, self.clock)
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                var last: (SourceHealth, [ModemState])?
+                while !Task.isCancelled {
+                    let started = clock.now()
+                    let now = await ModemReader.read(specs, options: options)
+                    if last == nil || last!.0 != now.0 || last!.1 != now.1 {
+                        continuation.yield(now)
+                        last = now
+                    }
+                    do { try await clock.sleep(until: started + interval) } catch { break }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+/// A WiFi source that reads with `WiFiReader` at an interval and reports when the state changed (the fallback when
+/// nl80211 events are unavailable, and what runs until the event-driven monitor is wired in).
+public struct PollingWiFiSource: WiFiSource {
+    public var interfaces: [String]
+    public var interval: Duration
+    public var clock: any AgentClock
+
+    public init(interfaces: [String], interval: Duration, clock: any AgentClock) {
+        self.interfaces = interfaces
+        self.interval = interval
+        self.clock = clock
+    }
+
+    public var name: String { interfaces.isEmpty ? "all" : interfaces.joined(separator: ",") }
+
+    public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> {
+        let (interfaces, interval, clock) = (self.interfaces, self.interval, self.clock)
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                var last: (SourceHealth, [WiFiLink])?
+                while !Task.isCancelled {
+                    let started = clock.now()
+                    var now: (SourceHealth, [WiFiLink])
+                    if interfaces.isEmpty {
+                        now = await WiFiReader.read(interface: nil)
+                    } else {
+                        now = (.ok, [])
+                        for name in interfaces {
+                            let (health, links) = await WiFiReader.read(interface: name)
+                            if !health.available { now.0 = health }
+                            now.1.append(contentsOf: links)
+                        }
+                    }
+                    if last == nil || last!.0 != now.0 || last!.1 != now.1 {
+                        continuation.yield(now)
+                        last = now
+                    }
+                    do { try await clock.sleep(until: started + interval) } catch { break }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
