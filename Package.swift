@@ -59,5 +59,9 @@ let package = Package(
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(
+            name: "ReachAgentTests",
+            dependencies: ["ReachAgent", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
     ]
 )

@@ -1,0 +1,175 @@
+import Glibc
+import GatewayReach
+import Logging
+import ReachAgent
+import ServiceLifecycle
+import Testing
+
+/// The agent's services against fake sources and a manual clock: no test here waits for a report interval or a
+/// hold-down to pass in real time.
+@Suite struct AgentTests {
+    struct Rig {
+        let clock = ManualClock()
+        let route = FakeRouteSource()
+        let wifi = FakeWiFiSource()
+        let lines = LineCollector()
+        let agent: AgentAssembly
+        let group: ServiceGroup
+
+        init(holdDown: Double = 5, interval: Double = 60, hysteresis: Double = 3) {
+            var config = AgentConfig()
+            config.report.intervalSeconds = interval
+            config.changes.holdDownSeconds = holdDown
+            config.changes.barHysteresisDB = hysteresis
+            config.modems.enabled = false
+            agent = AgentAssembly(
+                config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+                wall: wallClock(clock), route: route, modems: [], wifi: wifi, reloadOnSIGHUP: false, logger: testLogger())
+            group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+        }
+
+        func wifiLink(_ dBm: Int) -> [WiFiLink] {
+            var w = WiFiLink(interface: "wlan1", mode: .station, associated: true)
+            w.signalDBm = dBm
+            return [w]
+        }
+
+        /// Runs the group, calls `body`, then shuts down gracefully and returns every line written.
+        func run(_ body: (Rig) async throws -> Void) async throws {
+            let group = self.group
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                try await body(self)
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+            }
+        }
+
+        func count(_ type: ReportEventType) -> Int { lines.of(type).count }
+    }
+
+    @Test func startWaitsForEverySourceThenReportsOnce() async throws {
+        let rig = Rig()
+        try await rig.run { r in
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            // Routes are known, WiFi not yet: no line until every source answered (or the grace ends).
+            #expect(await eventually { await r.agent.hub.linesSequenced == 0 && r.lines.all.isEmpty })
+            r.wifi.set(r.wifiLink(-60))
+            #expect(await eventually { r.count(.start) == 1 })
+            let start = try #require(r.lines.of(.start).first)
+            #expect(start["status"] == .string("wifi"))
+            #expect(start["event"]?["seq"] == .int(1))
+        }
+        #expect(rig.lines.types == [.start, .stop])
+    }
+
+    @Test func graceEndsWithoutASilentSource() async throws {
+        let rig = Rig()
+        try await rig.run { r in
+            r.route.set(nil)
+            r.clock.advance(by: .seconds(6))  // the modem timeout (5 s) plus one second
+            #expect(await eventually { r.count(.start) == 1 })
+            #expect(r.lines.of(.start).first?["sources"]?["wifi"]?["available"] == .bool(false))
+        }
+    }
+
+    @Test func changesAreReportedOnceAndBlipsNever() async throws {
+        let rig = Rig(holdDown: 5)
+        try await rig.run { r in
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            r.wifi.set(r.wifiLink(-60))
+            #expect(await eventually { r.count(.start) == 1 })
+
+            // A blip: the route goes and comes back within the hold-down.
+            r.route.set(nil)
+            #expect(await eventually { await r.agent.hub.nextDeadline() == .seconds(5) })
+            r.clock.advance(by: .seconds(2))
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            #expect(await eventually { await r.agent.hub.nextDeadline() == .seconds(60) })  // hold cleared
+            r.clock.advance(by: .seconds(10))
+            #expect(await eventually { r.count(.periodic) == 0 && r.count(.change) == 0 })
+
+            // A loss that lasts: one change line when the hold-down ends, none before.
+            r.route.set(Routes.via("wlan1", kind: .wifi, carrier: false))
+            #expect(await eventually { await r.agent.hub.nextDeadline() == .seconds(17) })
+            r.clock.advance(by: .seconds(4))
+            #expect(r.count(.change) == 0)
+            r.clock.advance(by: .seconds(1))
+            #expect(await eventually { r.count(.change) == 1 })
+            let change = try #require(r.lines.of(.change).first)
+            #expect(change["event"]?["reason"]?.stringValue?.contains("lost carrier") == true)
+            #expect(change["reachable"] == .bool(false))
+
+            // The same state again: no line. Recovery: at once.
+            r.route.set(Routes.via("wlan1", kind: .wifi, carrier: false))
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            #expect(await eventually { r.count(.change) == 2 })
+            #expect(r.lines.of(.change).last?["reachable"] == .bool(true))
+        }
+        #expect(rig.lines.types.last == .stop)
+        let seqs = rig.lines.all.compactMap { $0.1["event"]?["seq"]?.intValue }
+        #expect(seqs == Array(1...Int64(seqs.count)))
+    }
+
+    @Test func periodicLinesFollowTheInterval() async throws {
+        let rig = Rig(interval: 60)
+        try await rig.run { r in
+            r.route.set(Routes.via("eth0", kind: .ethernet))
+            r.wifi.set([])
+            #expect(await eventually { r.count(.start) == 1 })
+            for n in 1...5 {
+                r.clock.advance(by: .seconds(60))
+                #expect(await eventually { r.count(.periodic) == n })
+            }
+            r.clock.advance(by: .seconds(59))
+            #expect(r.count(.periodic) == 5)
+        }
+    }
+
+    @Test func barNoiseBelowHysteresisGivesNoLine() async throws {
+        let rig = Rig(holdDown: 0, hysteresis: 3)
+        try await rig.run { r in
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            r.wifi.set(r.wifiLink(-65))
+            #expect(await eventually { r.count(.start) == 1 })
+            for dBm in [-66, -67, -65, -68, -66, -64] { r.wifi.set(r.wifiLink(dBm)) }
+            r.wifi.set(r.wifiLink(-70))  // crosses -66 by more than 3 dB: 3 → 2 bars
+            #expect(await eventually { r.count(.change) == 1 })
+            let bars = r.lines.of(.change).first?["event"]?["bars"]?.arrayValue?.first
+            #expect(bars?["from"] == .int(3) && bars?["to"] == .int(2))
+        }
+        #expect(rig.count(.change) == 1)
+    }
+
+    @Test func reloadTakesGoodConfigAndRefusesBadOne() async throws {
+        var template = Array("/tmp/reach-cfg-XXXXXX".utf8CString)
+        let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+        defer { _ = system("rm -rf '\(dir)'") }
+        let path = dir + "/reach.json"
+        let rig = Rig(holdDown: 5)
+        try await rig.run { r in
+            r.route.set(Routes.via("wlan1", kind: .wifi))
+            r.wifi.set([])
+            #expect(await eventually { r.count(.start) == 1 })
+            try writeFile(path, #"{"changes":{"hold_down_seconds":1},"modems":{"enabled":false}}"#)
+            #expect(await ReloadService.reload(configPath: path, hub: r.agent.hub, logger: testLogger()))
+            #expect(await r.agent.hub.configuration.changes.holdDownSeconds == 1)
+            try writeFile(path, #"{"changes":{"hold_down_seconds":"soon"}}"#)
+            #expect(await !ReloadService.reload(configPath: path, hub: r.agent.hub, logger: testLogger()))
+            #expect(await r.agent.hub.configuration.changes.holdDownSeconds == 1)
+            // The kept config is in force: a loss is reported after 1 s, not 5 s.
+            r.route.set(nil)
+            #expect(await eventually { await r.agent.hub.nextDeadline() == .seconds(1) })
+            r.clock.advance(by: .seconds(1))
+            #expect(await eventually { r.count(.change) == 1 })
+        }
+    }
+}
+
+func writeFile(_ path: String, _ text: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    guard fd >= 0 else { throw SystemError("open", errno: errno) }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    guard write(fd, bytes, bytes.count) == bytes.count else { throw SystemError("write", errno: errno) }
+}
