@@ -43,6 +43,7 @@ public final class ReportLog: @unchecked Sendable {
         /// Failed writes, opens and rotations.
         public var errors: UInt64 = 0
         public var rotations: UInt64 = 0
+        public init() {}
     }
 
     public private(set) var settings: Settings

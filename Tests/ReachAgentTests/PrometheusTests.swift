@@ -1,0 +1,133 @@
+import Foundation
+import GatewayReach
+import ReachAgent
+import Testing
+
+/// Tests that need a tool or privilege: fail (not skip) when REACH_REQUIRE_PRIVILEGED=1, as CI sets it.
+func requirement(_ ok: Bool, _ what: String) -> Bool {
+    if ok { return true }
+    if ProcessInfo.processInfo.environment["REACH_REQUIRE_PRIVILEGED"] == "1" {
+        Issue.record("requirement missing: \(what)")
+    } else {
+        print("skipping: \(what)")
+    }
+    return false
+}
+
+func makeTempDir(_ prefix: String) throws -> String {
+    let path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString.prefix(8)
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@discardableResult
+func run(_ argv: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : "/usr/bin/env")
+    p.arguments = argv[0].hasPrefix("/") ? Array(argv.dropFirst()) : argv
+    let out = Pipe()
+    let err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
+
+@Suite struct PrometheusTests {
+    static func sample() -> MetricsInput {
+        var s = Snapshot(time: Timestamp(seconds: 1_795_305_600), target: .defaultRoute)
+        s.route = Routes.via("wwan0", kind: .wwan)
+        var m = ModemState(device: "/dev/cdc-wdm0", protocol: .mbim)
+        m.interface = "wwan0"
+        m.registration = .home
+        m.accessTechnologies = [.lte, .nr]
+        m.signal = SignalMeasurement(rsrp: -97, rsrq: -11, sinr: 9)
+        m.nrSignal = SignalMeasurement(rsrp: -85)
+        s.wwan = [m]
+        var w = WiFiLink(interface: "wlan\"1", mode: .station, associated: true)
+        w.signalDBm = -61
+        s.wifi = [w]
+        s.derive()
+        var stats = ReportLog.Stats()
+        stats.linesWritten = 42
+        stats.linesDropped = 3
+        stats.errors = 4
+        return MetricsInput(
+            targets: [.init(snapshot: s, view: nil, changes: 7, lastChange: Timestamp(seconds: 1_795_305_000))], log: stats)
+    }
+
+    @Test func rendersGaugesWithEscapedLabels() {
+        let text = PrometheusText.render(Self.sample())
+        #expect(text.contains("reach_reachable{target=\"default\"} 1\n"))
+        #expect(text.contains("reach_status{target=\"default\",status=\"wwan\"} 1\n"))
+        #expect(text.contains("reach_wwan_generation{target=\"default\"} 5\n"))
+        #expect(text.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2\n"))
+        #expect(text.contains("reach_modem_signal_dbm{device=\"/dev/cdc-wdm0\",interface=\"wwan0\",measure=\"rsrp\"} -97\n"))
+        #expect(text.contains("reach_wifi_signal_dbm{interface=\"wlan\\\"1\"} -61\n"))
+        #expect(text.contains("reach_report_dropped_lines_total 3\n"))
+        #expect(text.contains("reach_last_change_timestamp_seconds{target=\"default\"} 1795305000\n"))
+    }
+
+    /// Debian's node_exporter, its textfile collector only, on a free loopback port, scraped with curl.
+    @Test func nodeExporterServesTheTextfile() throws {
+        let exporter = "/usr/bin/prometheus-node-exporter"
+        guard requirement(FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
+            requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")
+        else { return }
+        let dir = try makeTempDir("reach-prom")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = PrometheusTextfile(path: dir + "/reach.prom", logger: testLogger())
+        #expect(file.write(PrometheusText.render(Self.sample())))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/reach.prom.tmp"))
+
+        // A free port: bind port 0 on loopback, read it back, close, hand it to node_exporter.
+        let port = try freeLoopbackPort()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exporter)
+        p.arguments = [
+            "--web.listen-address=127.0.0.1:\(port)", "--collector.disable-defaults", "--collector.textfile",
+            "--collector.textfile.directory=\(dir)",
+        ]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer {
+            p.terminate()
+            p.waitUntilExit()
+        }
+        var body = ""
+        for _ in 0..<100 {
+            let r = try run(["curl", "-sf", "--max-time", "2", "http://127.0.0.1:\(port)/metrics"])
+            if r.status == 0 {
+                body = r.out
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(body.contains("reach_reachable{target=\"default\"} 1"))
+        #expect(body.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2"))
+        #expect(body.contains("reach_report_dropped_lines_total 3"))
+        // node_exporter says whether it could parse our file: no scrape error.
+        #expect(body.contains("node_textfile_scrape_error 0"))
+    }
+}
+
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &addr) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+            bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0
+        }
+    }
+    guard ok else { throw SystemError("bind", errno: errno) }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
