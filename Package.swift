@@ -58,6 +58,10 @@ let package = Package(
         .target(name: "ModemSim", dependencies: ["ReachCore"]),
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
+        // Test-only helpers: namespaces, running binaries with deadlines (Foundation is fine here).
+        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
     ]
 )
