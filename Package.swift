@@ -58,6 +58,10 @@ let package = Package(
         .target(name: "ModemSim", dependencies: ["ReachCore"]),
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
+        // WiFi lab tool (hw/lab): times the nl80211 reader and the event monitor inside the VM.
+        .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"]),
+
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
     ]
 )

@@ -315,6 +315,9 @@ extension WiFiLink {
             ("tx_bitrate_mbps", .optional(txBitrateMbps)),
             ("rx_bitrate_mbps", .optional(rxBitrateMbps)),
             ("connected_seconds", .optional(connectedSeconds)),
+            ("inactive_ms", .optional(inactiveMilliseconds)),
+            ("channel_width_mhz", .optional(channelWidthMHz)),
+            ("tx_power_dbm", .optional(txPowerDBm)),
             ("clients", .optional(clients)),
             ("error", .optional(error)),
         ])

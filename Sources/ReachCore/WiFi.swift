@@ -58,6 +58,10 @@ public struct WiFiLink: Sendable, Equatable {
     public var inactiveMilliseconds: Int?
     /// Associated stations, for an access point.
     public var clients: Int?
+    /// The operating channel's width (NL80211_ATTR_CHANNEL_WIDTH), when the interface is on a channel.
+    public var channelWidthMHz: Int?
+    /// The interface's transmit power (NL80211_ATTR_WIPHY_TX_POWER_LEVEL, mBm / 100).
+    public var txPowerDBm: Double?
     public var error: String?
 
     public init(interface: String, mode: WiFiMode, associated: Bool = false) {
