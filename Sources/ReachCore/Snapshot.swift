@@ -310,6 +310,7 @@ extension WiFiLink {
             ("channel", .optional(channel)),
             ("signal_dbm", .optional(signalDBm)),
             ("signal_avg_dbm", .optional(signalAvgDBm)),
+            ("beacon_signal_avg_dbm", .optional(beaconSignalAvgDBm)),
             ("bars", .int(bars)),
             ("quality_percent", .optional(qualityPercent)),
             ("tx_bitrate_mbps", .optional(txBitrateMbps)),

@@ -98,6 +98,7 @@ public enum WiFiLinkAssembly {
         link.frequencyMHz = bss.frequencyMHz ?? iface.frequencyMHz
         link.signalDBm = station?.signalDBm ?? bss.signalDBm
         link.signalAvgDBm = station?.signalAverageDBm
+        link.beaconSignalAvgDBm = station?.beaconSignalAverageDBm
         link.txBitrateMbps = station?.txBitrateMbps
         link.rxBitrateMbps = station?.rxBitrateMbps
         link.connectedSeconds = station?.connectedSeconds

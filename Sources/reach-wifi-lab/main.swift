@@ -3,6 +3,7 @@
 //   reach-wifi-lab read [IFACE]              one read, printed as a JSON object {"source":…, "wifi":[…]}
 //   reach-wifi-lab monitor SECONDS [IFACE]   WiFiMonitor updates as JSON lines with monotonic timestamps (ms)
 //   reach-wifi-lab time-read RUNS [IFACE]    wall time of RUNS reads, one figure (µs) a line
+//   reach-wifi-lab now                       CLOCK_MONOTONIC in ms (the monitor's clock), for the lab's marks
 // `reach status --json` remains the product's own command; this tool exists for timing and event checks.
 import Glibc
 import ReachCore
@@ -50,6 +51,8 @@ switch command {
 case "read":
     let (health, links) = WiFiReader.readNow(interface: args.first)
     emit(document(health, links).serialized())
+case "now":
+    emit(String(monotonicMilliseconds()))
 case "time-read":
     guard let runs = args.first.flatMap({ Int($0) }), runs > 0 else { fail("time-read needs a positive run count") }
     let iface = args.count > 1 ? args[1] : nil
@@ -60,6 +63,29 @@ case "time-read":
         guard health.available else { fail("read failed: \(health.reason ?? "?")") }
         emit(String(took))
     }
+case "monitor":
+    guard let seconds = args.first.flatMap({ Int($0) }), seconds > 0 else { fail("monitor needs a duration in seconds") }
+    let rest = args.dropFirst()
+    let options = WiFiMonitor.Options(
+        interface: rest.first { !$0.hasPrefix("--") }, pollInterval: .seconds(30),
+        singleThresholdOnly: rest.contains("--single-threshold"))
+    let monitor = WiFiMonitor(options: options)
+    let stopper = Task {
+        try? await Task.sleep(for: .seconds(seconds))
+        monitor.stop()
+    }
+    for await update in monitor.updates {
+        emit(
+            JSON.object([
+                ("t_ms", .int(update.monotonicMilliseconds)),
+                ("cause", .string(update.cause.rawValue)),
+                ("events", .array(update.events.map { .string(String(describing: $0)) })),
+                ("gone", .array(update.gone.map(JSON.string))),
+                ("source", update.health.json),
+                ("wifi", .array(update.links.map(\.json))),
+            ]).serialized())
+    }
+    stopper.cancel()
 default:
     fail("unknown command \(command)")
 }
