@@ -204,8 +204,8 @@ def main():
     if args[:1] == ["--bench"]:
         check_bench(args[1])
     elif args[:1] == ["--capture"]:
-        import nlcapture_store
-        nlcapture_store.store(args[1], args[2])
+        import nlcapture
+        nlcapture.store(args[1], args[2])
         results.append(True)
     else:
         check_lab(args[0])

@@ -73,10 +73,11 @@ run_reach_status() {  # NAME [extra args]: `reach status --json`, stdout and exi
 case "$mode" in
 capture)
   ip link add nlmon0 type nlmon && ip link set nlmon0 up || fail "nlmon"
-  python3 "$(dirname "$0")/nlcapture.py" nlmon0 $out/station-capture.jsonl 3 &
+  python3 "$(dirname "$0")/nlcapture.py" record nlmon0 $out/station-capture.jsonl 4 &
   cap_pid=$!
-  sleep 1
-  iw dev wlan1 station dump > $out/iw-station-dump.txt
+  sleep 1.5
+  iw dev > $out/iw-dev.txt
+  iw dev wlan1 scan dump > $out/iw-scan-dump.txt
   iw dev wlan1 station get 02:00:00:00:00:00 > $out/iw-station-get.txt
   iw dev wlan1 link > $out/iw-link.txt
   wait $cap_pid
