@@ -164,6 +164,25 @@ def check_lab(out):
             check(f"medium {level} dBm -> {want} bars (reach status --wifi wlan1)", bool(w) and w.get("bars") == want,
                   seen + (f"; adapter read: {raw.get('bars')} bars" if raw else ""))
 
+    single = []
+    try:
+        single = [json.loads(line) for line in open(os.path.join(out, "monitor-single.jsonl"))]
+        steps = [line.split() for line in open(os.path.join(out, "marks-single.txt"))]
+    except (OSError, ValueError) as e:
+        steps = []
+        check("single-threshold monitor output readable", False, e)
+    check("single-threshold sweep ran", len(steps) >= 5, len(steps))
+    previous = 4
+    for _, t_set, level in steps:
+        t_set, level = int(t_set), int(level)
+        want = 4 if level >= -55 else 3 if level >= -66 else 2 if level >= -77 else 1 if level >= -88 else 0
+        pushed = next((u for u in single if t_set <= u["t_ms"] <= t_set + 4000 and u.get("cause") == "event"
+                       and any(e.startswith("signalThreshold") for e in u.get("events", []))
+                       and (entry(u, "wlan1") or {}).get("bars") == want), None)
+        check(f"single threshold: {level} dBm, bar {previous} -> {want} pushed by a CQM event within 4 s",
+              pushed is not None, f"after {pushed['t_ms'] - t_set} ms" if pushed else "no such event update")
+        previous = want
+
     after, err = load(out, "read-stopped.json")
     a1 = entry(after, "wlan1")
     check("hostapd stopped: adapter read says not associated", bool(a1) and a1.get("associated") is False,
@@ -171,6 +190,11 @@ def check_lab(out):
     stopped, err = load(out, "status-stopped.json")
     check("hostapd stopped: reach status is no longer wifi", stopped is not None and stopped.get("status") != "wifi",
           (stopped or {}).get("status", err))
+    check("hostapd stopped: reach status medium is no longer wifi",
+          stopped is not None and stopped.get("medium") != "wifi", (stopped or {}).get("medium", err))
+    s1 = entry(stopped, "wlan1")
+    check("hostapd stopped: reach status says wlan1 not associated, 0 bars",
+          bool(s1) and s1.get("associated") is False and s1.get("bars") == 0, s1 and (s1.get("associated"), s1.get("bars")))
 
 
 def check_bench(out):

@@ -137,6 +137,23 @@ check)
     "$bin/reach-wifi-lab" read wlan1 > $out/sweep-read-$i.json 2>/dev/null
     echo "$i $level" >> $out/sweep-levels.txt
   done
+  # 4b. The single-threshold fallback (for wiphys without CQM_RSSI_LIST), forced: one moving threshold.
+  kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null
+  "$bin/reach-wifi-lab" monitor 60 wlan1 --single-threshold > $out/monitor-single.jsonl 2> $out/monitor-single.err &
+  monitor_pid=$!
+  wait_for 10 grep -q '"cause":"initial"' $out/monitor-single.jsonl || fail "the single-threshold monitor did not start"
+  sleep 1
+  i=0
+  for level in -60 -82 -94 -71 -45; do
+    i=$((i + 1))
+    echo "single$i $(now_ms) $level" >> $out/marks-single.txt
+    echo "$level" > /run/medium-signal
+    sleep 4
+  done
+  kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null
+  "$bin/reach-wifi-lab" monitor 120 >> $out/monitor.jsonl 2>> $out/monitor.err &
+  monitor_pid=$!
+  sleep 2
   kill "$medium_pid"; wait "$medium_pid" 2>/dev/null; medium_pid=
   wait_for 10 associated || fail "wlan1 lost its association after the medium stopped"
   sleep 2
