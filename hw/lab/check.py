@@ -209,16 +209,25 @@ def check_bench(out):
         ("reach status --json --wifi wlan1 (process)", figures("bench-reach-status-us.txt")),
         ("WiFiReader.readNow(wlan1) (in process)", figures("bench-reach-inprocess-us.txt")),
         ("iw dev wlan1 link (process)", figures("bench-iw-process-us.txt")),
+        ("baseline: /bin/true (process)", figures("bench-true-process-us.txt")),
+        ("baseline: reach-wifi-lab now (process, no read)", figures("bench-reach-start-us.txt")),
     ]
     iw = statistics.median(rows[3][1]) if rows[3][1] else None
-    print("WiFi read in the lab VM (TCG, 1 vCPU), median wall time over the runs:")
+    print("WiFi read in the lab VM (TCG, 1 vCPU, binaries over 9p), median wall time over the runs:")
     for label, xs in rows:
         if not xs:
-            print(f"  {label:48s} not measured")
+            print(f"  {label:50s} not measured")
             continue
         med = statistics.median(xs)
         ratio = f"  ratio to iw {med / iw:.2f}" if iw else ""
-        print(f"  {label:48s} {med / 1000:9.2f} ms  (n={len(xs)}, min {min(xs) / 1000:.2f} ms){ratio}")
+        print(f"  {label:50s} {med / 1000:9.2f} ms  (n={len(xs)}, min {min(xs) / 1000:.2f} ms){ratio}")
+    true_med = statistics.median(rows[4][1]) if rows[4][1] else None
+    start_med = statistics.median(rows[5][1]) if rows[5][1] else None
+    if iw and true_med and start_med and rows[0][1]:
+        ours = statistics.median(rows[0][1]) - start_med
+        theirs = iw - true_med
+        print(f"  net of process start-up: reach read {ours / 1000:.2f} ms vs iw {theirs / 1000:.2f} ms"
+              f" (ratio {ours / theirs:.2f})")
     check("bench: every runner measured ≥ 20 times", all(len(xs) >= 20 for _, xs in (rows[0], rows[2], rows[3])),
           [len(xs) for _, xs in rows])
 

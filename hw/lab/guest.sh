@@ -89,6 +89,11 @@ bench)
     echo $(( (b - a) / 1000 )) >> $out/bench-reach-process-us.txt
     a=$(date +%s%N); iw dev wlan1 link > /dev/null; b=$(date +%s%N)
     echo $(( (b - a) / 1000 )) >> $out/bench-iw-process-us.txt
+    # Baselines: what starting a process costs here, and starting the Swift binary without reading anything.
+    a=$(date +%s%N); /bin/true; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-true-process-us.txt
+    a=$(date +%s%N); "$bin/reach-wifi-lab" now > /dev/null; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-reach-start-us.txt
   done
   "$bin/reach-wifi-lab" time-read $runs wlan1 > $out/bench-reach-inprocess-us.txt
   if "$bin/reach" status --help >/dev/null 2>&1; then
