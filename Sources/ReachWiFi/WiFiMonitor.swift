@@ -5,7 +5,7 @@
 //
 // Usage (the agent's WiFi service):
 //
-//     let monitor = WiFiMonitor(options: .init(interface: "wlan0"))
+//     let monitor = WiFiMonitor(interface: "wlan0")          // or WiFiMonitor(options: …)
 //     for await update in monitor.updates { … update.links … }   // the first update is the initial state
 //     monitor.current()                                          // the latest state, without waiting
 //     monitor.stop()                                             // also happens when the stream is dropped
@@ -102,6 +102,11 @@ public final class WiFiMonitor: Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
         MonitorThread.start { loop.run() }
+    }
+
+    /// A monitor of one interface (or all, for nil) with the default options.
+    public convenience init(interface: String?) {
+        self.init(options: Options(interface: interface))
     }
 
     deinit {
