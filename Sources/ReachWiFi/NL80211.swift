@@ -227,7 +227,8 @@ extension NL80211 {
             frequencyMHz = bss.u32(BSSAttribute.frequency).map(Int.init)
             signalMBm = bss.s32(BSSAttribute.signalMBm).map(Int.init)
             status = bss.u32(BSSAttribute.status).flatMap(BSSStatus.init(rawValue:))
-            ssid = (bss.bytes(BSSAttribute.informationElements)).flatMap { InformationElements.ssid(in: $0) }
+            ssid =
+                (bss.bytes(BSSAttribute.informationElements)).flatMap { InformationElements.ssid(in: $0) }
                 ?? bss.bytes(BSSAttribute.beaconIEs).flatMap { InformationElements.ssid(in: $0) }
         }
 
@@ -268,7 +269,8 @@ extension NL80211 {
         /// `nl80211_rate_info`: BITRATE32 (u32) when present, else BITRATE (u16), both in 100 kbit/s.
         /// 0 means the rate is unknown (legacy rates the driver could not express), so it reads as absent.
         static func bitrate(_ rate: NetlinkAttributes) -> Double? {
-            let units = rate.u32(RateInfoAttribute.bitrate32).map(Int.init)
+            let units =
+                rate.u32(RateInfoAttribute.bitrate32).map(Int.init)
                 ?? rate.u16(RateInfoAttribute.bitrate).map(Int.init)
             guard let units, units > 0 else { return nil }
             return Double(units) / 10
@@ -324,7 +326,8 @@ extension NL80211 {
                 let cqm = a.nested(Attribute.cqm)
                 if let direction = cqm?.u32(CQMAttribute.rssiThresholdEvent) {
                     self = .signalThreshold(
-                        ifindex: ifindex, rising: direction == 1, rssiDBm: cqm?.s32(CQMAttribute.rssiLevel).map(Int.init))
+                        ifindex: ifindex, rising: direction == 1,
+                        rssiDBm: cqm?.s32(CQMAttribute.rssiLevel).map(Int.init))
                 } else if cqm?.flag(CQMAttribute.beaconLossEvent) == true {
                     self = .beaconLoss(ifindex: ifindex)
                 } else if let lost = cqm?.u32(CQMAttribute.packetLossEvent) {
@@ -343,12 +346,12 @@ extension NL80211 {
         /// The interface the event is about (nil for ignored messages).
         public var ifindex: Int? {
             switch self {
-            case let .interfaceAdded(i), let .interfaceRemoved(i), let .interfaceChanged(i), let .beaconLoss(i),
-                let .apStarted(i), let .apStopped(i):
+            case .interfaceAdded(let i), .interfaceRemoved(let i), .interfaceChanged(let i), .beaconLoss(let i),
+                .apStarted(let i), .apStopped(let i):
                 return i
-            case let .connected(i, _, _), let .disconnected(i, _, _), let .signalThreshold(i, _, _): return i
-            case let .roamed(i, _), let .stationAdded(i, _), let .stationRemoved(i, _), let .packetLoss(i, _),
-                let .channelSwitched(i, _):
+            case .connected(let i, _, _), .disconnected(let i, _, _), .signalThreshold(let i, _, _): return i
+            case .roamed(let i, _), .stationAdded(let i, _), .stationRemoved(let i, _), .packetLoss(let i, _),
+                .channelSwitched(let i, _):
                 return i
             case .ignored: return nil
             }
@@ -453,7 +456,7 @@ public enum SSIDText {
         guard i + length <= b.count else { return nil }
         var decoder = UTF8()
         var iterator = b[i..<(i + length)].makeIterator()
-        guard case let .scalarValue(scalar) = decoder.decode(&iterator), scalar.utf8.count == length else {
+        guard case .scalarValue(let scalar) = decoder.decode(&iterator), scalar.utf8.count == length else {
             return nil
         }
         return (scalar, length)

@@ -20,18 +20,18 @@ public enum NL80211Error: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .familyAbsent:
             return "the kernel has no nl80211 (cfg80211 is not loaded): genl_ctrl_resolve(\"nl80211\") found no family"
-        case let .libnl(call, code):
+        case .libnl(let call, let code):
             return "\(call) failed: \(String(cString: CNetlinkShims_nl_geterror(code)))"
-        case let .kernel(call, errno):
+        case .kernel(let call, let errno):
             return "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
-        case let .bounded(call, detail):
+        case .bounded(let call, let detail):
             return "\(call) did not complete: \(detail)"
         }
     }
 
     /// The request named an interface or station that does not exist (any more).
     public var isNoSuchDevice: Bool {
-        if case let .kernel(_, e) = self { return e == ENODEV || e == ENOENT || e == ENXIO }
+        if case .kernel(_, let e) = self { return e == ENODEV || e == ENOENT || e == ENXIO }
         return false
     }
 }
@@ -94,8 +94,10 @@ final class NL80211Socket {
         for attempt in 0..<3 {
             guard let msg = nlmsg_alloc() else { throw .libnl(call: "nlmsg_alloc", code: NLE_NOMEM) }
             defer { nlmsg_free(msg) }
-            guard genlmsg_put(msg, UInt32(NL_AUTO_PORT), UInt32(NL_AUTO_SEQ), family, 0, dump ? NLM_F_DUMP : 0, command, 0)
-                != nil
+            guard
+                genlmsg_put(
+                    msg, UInt32(NL_AUTO_PORT), UInt32(NL_AUTO_SEQ), family, 0, dump ? NLM_F_DUMP : 0, command, 0)
+                    != nil
             else { throw .libnl(call: "genlmsg_put(\(name))", code: NLE_NOMEM) }
             try build(msg)
 
@@ -158,7 +160,8 @@ final class NL80211Socket {
 
     /// GET_STATION for one peer (`mac`) of an interface.
     func station(ifindex: Int, mac: [UInt8]) throws(NL80211Error) -> NL80211.Station? {
-        try request(NL80211.Command.getStation, dump: false, name: "NL80211_CMD_GET_STATION") { msg throws(NL80211Error) in
+        try request(NL80211.Command.getStation, dump: false, name: "NL80211_CMD_GET_STATION") {
+            msg throws(NL80211Error) in
             try Self.put(msg, u32: UInt32(ifindex), NL80211.Attribute.ifindex)
             try Self.put(msg, bytes: mac, NL80211.Attribute.mac)
         }

@@ -31,14 +31,14 @@ public enum SignalThresholdPlan: Sendable, Equatable {
 
     public var thresholds: [Int32] {
         switch self {
-        case let .list(t, _): return t
-        case let .single(t, _): return [t]
+        case .list(let t, _): return t
+        case .single(let t, _): return [t]
         }
     }
 
     public var hysteresis: UInt32 {
         switch self {
-        case let .list(_, h), let .single(_, h): return h
+        case .list(_, let h), .single(_, let h): return h
         }
     }
 }

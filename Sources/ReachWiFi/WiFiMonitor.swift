@@ -94,7 +94,8 @@ public final class WiFiMonitor: Sendable {
             pair = [-1, -1]
         }
         wakeFD = pair[0]
-        let loop = MonitorLoop(options: options, wakeFD: pair[1], continuation: continuation) { [shared] health, links in
+        let loop = MonitorLoop(options: options, wakeFD: pair[1], continuation: continuation) {
+            [shared] health, links in
             shared.mutex.withLock {
                 $0.health = health
                 $0.links = links
@@ -142,11 +143,13 @@ enum MonitorThread {
     static func start(_ run: @escaping () -> Void) {
         let body = Unmanaged.passRetained(Body(run)).toOpaque()
         var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { arg in
-            let body = Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue()
-            body.run()
-            return nil
-        }, body)
+        let rc = pthread_create(
+            &thread, nil,
+            { arg in
+                let body = Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue()
+                body.run()
+                return nil
+            }, body)
         if rc == 0 {
             pthread_detach(thread)
         } else {
@@ -303,18 +306,20 @@ final class MonitorCore {
             let single = options.singleThresholdOnly || singleThresholdOnly.contains(ifindex)
             let plan: SignalThresholdPlan =
                 single
-                ? .single(signal: link.barSignalDBm, boundaries: options.signalThresholds, hysteresis: options.hysteresis)
+                ? .single(
+                    signal: link.barSignalDBm, boundaries: options.signalThresholds, hysteresis: options.hysteresis)
                 : .list(options.signalThresholds, hysteresis: options.hysteresis)
             if let done = cqmConfigured[ifindex], done.bssid == bssid, done.plan == plan {
                 keep[ifindex] = done
                 continue
             }
             do {
-                try socket.setSignalThresholds(ifindex: ifindex, thresholds: plan.thresholds, hysteresis: plan.hysteresis)
+                try socket.setSignalThresholds(
+                    ifindex: ifindex, thresholds: plan.thresholds, hysteresis: plan.hysteresis)
                 keep[ifindex] = (bssid, plan)
                 cqmError = nil
             } catch {
-                if case .list = plan, case let .kernel(_, e) = error, e == EOPNOTSUPP || e == EINVAL {
+                if case .list = plan, case .kernel(_, let e) = error, e == EOPNOTSUPP || e == EINVAL {
                     singleThresholdOnly.insert(ifindex)
                     let fallback = SignalThresholdPlan.single(
                         signal: link.barSignalDBm, boundaries: options.signalThresholds, hysteresis: options.hysteresis)
@@ -375,7 +380,8 @@ final class MonitorLoop: @unchecked Sendable {
         let core = MonitorCore(options: options) { () throws(NL80211Error) in try NL80211Socket.open() }
         var events: NL80211EventSocket? = try? NL80211EventSocket.open()
         publish(core.refresh(cause: .initial, now: Self.now()), core: core)
-        var nextPoll = Self.now() + Self.milliseconds(events == nil ? options.fallbackPollInterval : options.pollInterval)
+        var nextPoll =
+            Self.now() + Self.milliseconds(events == nil ? options.fallbackPollInterval : options.pollInterval)
 
         while true {
             if events == nil { events = try? NL80211EventSocket.open() }
@@ -394,7 +400,7 @@ final class MonitorLoop: @unchecked Sendable {
                 var failed = false
                 drain: for _ in 0..<64 {
                     switch socket.receive() {
-                    case let .messages(m): gathered += core.stateEvents(m)
+                    case .messages(let m): gathered += core.stateEvents(m)
                     case .overrun: overrun = true
                     case .empty: break drain
                     case .failed:
@@ -411,7 +417,8 @@ final class MonitorLoop: @unchecked Sendable {
             }
             if Self.now() >= nextPoll {
                 publish(core.refresh(cause: .poll, now: Self.now()), core: core)
-                let interval = events == nil || !core.health.available ? options.fallbackPollInterval : options.pollInterval
+                let interval =
+                    events == nil || !core.health.available ? options.fallbackPollInterval : options.pollInterval
                 nextPoll = Self.now() + Self.milliseconds(interval)
             }
         }

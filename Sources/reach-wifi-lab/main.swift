@@ -64,7 +64,9 @@ case "time-read":
         emit(String(took))
     }
 case "monitor":
-    guard let seconds = args.first.flatMap({ Int($0) }), seconds > 0 else { fail("monitor needs a duration in seconds") }
+    guard let seconds = args.first.flatMap({ Int($0) }), seconds > 0 else {
+        fail("monitor needs a duration in seconds")
+    }
     let rest = args.dropFirst()
     let options = WiFiMonitor.Options(
         interface: rest.first { !$0.hasPrefix("--") }, pollInterval: .seconds(30),

@@ -1,6 +1,7 @@
 // The pure nl80211 layer on captured kernel messages (hw/captures/nl80211) and on malformed variants of them.
 import ReachCore
 import Testing
+
 @testable import ReachWiFi
 
 @Suite struct InterfaceDecoding {
@@ -130,7 +131,7 @@ import Testing
         func event(_ name: String) throws -> NL80211.Event {
             NL80211.Event(try #require(Captures.named("wl-nl80211.nlmsgs", name).decoded))
         }
-        guard case let .connected(_, bssid, status) = try event("connect-event") else {
+        guard case .connected(_, let bssid, let status) = try event("connect-event") else {
             Issue.record("connect-event is not a connect")
             return
         }
@@ -140,7 +141,7 @@ import Testing
             Issue.record("disconnect-event is not a disconnect")
             return
         }
-        guard case let .signalThreshold(_, rising, rssi) = try event("notify-cqm-rssi-event") else {
+        guard case .signalThreshold(_, let rising, let rssi) = try event("notify-cqm-rssi-event") else {
             Issue.record("notify-cqm-rssi-event is not a threshold event")
             return
         }
@@ -228,7 +229,9 @@ import Testing
 
     /// Every prefix of every captured message, and deterministic byte corruptions of each, decode without a trap.
     @Test func everyTruncationAndCorruptionOfEveryCaptureIsSurvived() {
-        let files = ["pyroute2.nlmsgs", "shill.nlmsgs", "wl-nl80211.nlmsgs", "pureswift-wlan.nlmsgs", "lab-hwsim.nlmsgs"]
+        let files = [
+            "pyroute2.nlmsgs", "shill.nlmsgs", "wl-nl80211.nlmsgs", "pureswift-wlan.nlmsgs", "lab-hwsim.nlmsgs",
+        ]
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next() -> UInt64 {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407

@@ -2,6 +2,7 @@
 import CNetlinkShims
 import ReachCore
 import Testing
+
 @testable import ReachWiFi
 
 @Suite struct MonitorLogic {
@@ -16,7 +17,9 @@ import Testing
             let thresholds = stride(from: 0, to: raw.count - 3, by: 4).map { i in
                 raw[i..<(i + 4)].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
             }
-            return (r.attributes.u32(NL80211.Attribute.ifindex), thresholds, cqm?.u32(NL80211.CQMAttribute.rssiHysteresis))
+            return (
+                r.attributes.u32(NL80211.Attribute.ifindex), thresholds, cqm?.u32(NL80211.CQMAttribute.rssiHysteresis)
+            )
         }
     }
 
@@ -54,7 +57,9 @@ import Testing
         k.answers[NL80211.Command.getScan] = [.dump([])]
         let disconnect = try #require(Captures.named("wl-nl80211.nlmsgs", "disconnect-event").decoded)
         var event = NL80211.Event(disconnect)
-        if case let .disconnected(_, reason, byAP) = event { event = .disconnected(ifindex: 3, reason: reason, byAP: byAP) }
+        if case .disconnected(_, let reason, let byAP) = event {
+            event = .disconnected(ifindex: 3, reason: reason, byAP: byAP)
+        }
         let update = try #require(c.refresh(cause: .event, events: [event], now: 2))
         #expect(update.cause == .event)
         #expect(update.links.last?.associated == false)
@@ -107,7 +112,7 @@ import Testing
         let disconnect = Captures.named("shill.nlmsgs", "disconnect-event").message
         let cqm = Captures.named("wl-nl80211.nlmsgs", "notify-cqm-rssi-event").message
         k.events = [disconnect + cqm, nil, disconnect]
-        guard case let .messages(first) = socket.receive() else {
+        guard case .messages(let first) = socket.receive() else {
             Issue.record("expected messages")
             return
         }
@@ -117,7 +122,7 @@ import Testing
             return
         }
         #expect(socket.bufferSize == 512 * 1024)  // grown after the overrun
-        guard case let .messages(after) = socket.receive() else {
+        guard case .messages(let after) = socket.receive() else {
             Issue.record("expected messages after the overrun")
             return
         }

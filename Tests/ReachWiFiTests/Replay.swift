@@ -7,6 +7,7 @@
 import CNetlinkShims
 import Foundation
 import Synchronization
+
 @testable import ReachWiFi
 
 final class ReplayKernel: @unchecked Sendable {
@@ -89,22 +90,22 @@ final class ReplayKernel: @unchecked Sendable {
         let answer = list.removeFirst()
         if !list.isEmpty { answers[cmd] = list }
         switch answer {
-        case let .dump(parts):
+        case .dump(let parts):
             for p in parts { queue.append(Self.stamp(p, type: Self.familyID, flags: 2, seq: seq, port: port)) }
             queue.append(Self.done(seq: seq, port: port, flags: 2))
-        case let .interruptedDump(parts):
+        case .interruptedDump(let parts):
             for p in parts { queue.append(Self.stamp(p, type: Self.familyID, flags: 2 | 16, seq: seq, port: port)) }
             queue.append(Self.done(seq: seq, port: port, flags: 2 | 16))
-        case let .reply(m):
+        case .reply(let m):
             queue.append(Self.stamp(m, type: Self.familyID, flags: 0, seq: seq, port: port))
             queue.append(Self.error(0, seq: seq, port: port, request: request))
         case .ack:
             queue.append(Self.error(0, seq: seq, port: port, request: request))
-        case let .error(e):
+        case .error(let e):
             queue.append(Self.error(e, seq: seq, port: port, request: request))
-        case let .unfinishedDump(parts):
+        case .unfinishedDump(let parts):
             for p in parts { queue.append(Self.stamp(p, type: Self.familyID, flags: 2, seq: seq, port: port)) }
-        case let .endlessDump(part):
+        case .endlessDump(let part):
             endless = (part, seq, port)
         }
     }

@@ -3,6 +3,7 @@ import CNetlinkShims
 import Foundation
 import ReachCore
 import Testing
+
 @testable import ReachWiFi
 
 /// The lab's captures as a kernel: wlan1 a station associated to lab-ap, wlan0 the AP with one client.
@@ -15,7 +16,9 @@ func labKernel() -> ReplayKernel {
     k.answers[NL80211.Command.getInterface] = Array(repeating: .dump(interfaces), count: 8)
     k.answers[NL80211.Command.getScan] = Array(repeating: .dump([scan]), count: 8)
     // GET_STATION: wlan0's client dump, then wlan1's AP entry (the reader asks in ifindex order: wlan0 is 2).
-    k.answers[NL80211.Command.getStation] = Array(repeating: [.dump([station]), .reply(station)], count: 4).flatMap { $0 }
+    k.answers[NL80211.Command.getStation] = Array(repeating: [.dump([station]), .reply(station)], count: 4).flatMap {
+        $0
+    }
     k.answers[NL80211.Command.setCQM] = Array(repeating: .ack, count: 8)
     return k
 }
@@ -88,7 +91,8 @@ func open(_ kernel: ReplayKernel, timeout: Int32 = 300) throws(NL80211Error) -> 
 
     @Test func pyroute2HardwareScanWithoutAssociation() throws {
         let k = ReplayKernel()
-        k.answer(NL80211.Command.getInterface, .dump([Captures.named("pyroute2.nlmsgs", "get-interface-reply").message]))
+        k.answer(
+            NL80211.Command.getInterface, .dump([Captures.named("pyroute2.nlmsgs", "get-interface-reply").message]))
         k.answer(
             NL80211.Command.getScan,
             .dump(Captures.load("pyroute2.nlmsgs").filter { $0.name.hasPrefix("scan") }.map(\.message)))
@@ -102,7 +106,8 @@ func open(_ kernel: ReplayKernel, timeout: Int32 = 300) throws(NL80211Error) -> 
 
     @Test func aDumpThatNeverFinishesIsABoundedError() throws {
         let k = ReplayKernel()
-        k.answer(NL80211.Command.getInterface, .unfinishedDump(Captures.load("lab-hwsim.nlmsgs").prefix(2).map(\.message)))
+        k.answer(
+            NL80211.Command.getInterface, .unfinishedDump(Captures.load("lab-hwsim.nlmsgs").prefix(2).map(\.message)))
         let start = ContinuousClock.now
         let (health, links) = WiFiReader.read(using: try open(k, timeout: 200), interface: nil)
         #expect(ContinuousClock.now - start < .seconds(2))
@@ -113,14 +118,19 @@ func open(_ kernel: ReplayKernel, timeout: Int32 = 300) throws(NL80211Error) -> 
 
     @Test func anEndlessDumpIsCutAtTheMessageBound() throws {
         let k = ReplayKernel()
-        k.answer(NL80211.Command.getInterface, .endlessDump(Captures.named("pyroute2.nlmsgs", "get-interface-reply").message))
+        k.answer(
+            NL80211.Command.getInterface, .endlessDump(Captures.named("pyroute2.nlmsgs", "get-interface-reply").message)
+        )
         let socket = try open(k, timeout: 5000)
         socket.maxMessages = 500
         do {
             _ = try socket.interfaces()
             Issue.record("an endless dump returned")
         } catch {
-            #expect(error == .bounded(call: "NL80211_CMD_GET_INTERFACE", detail: "no end of reply after 500 messages within 5000 ms"))
+            #expect(
+                error
+                    == .bounded(
+                        call: "NL80211_CMD_GET_INTERFACE", detail: "no end of reply after 500 messages within 5000 ms"))
         }
     }
 
