@@ -327,6 +327,7 @@ extension WiFiLink {
             ("signal_dbm", .optional(signalDBm)),
             ("signal_avg_dbm", .optional(signalAvgDBm)),
             ("beacon_signal_avg_dbm", .optional(beaconSignalAvgDBm)),
+            ("noise_dbm", .optional(noiseDBm)),
             ("bars", .int(bars)),
             ("quality_percent", .optional(qualityPercent)),
             ("tx_bitrate_mbps", .optional(txBitrateMbps)),

@@ -63,6 +63,8 @@ public struct WiFiLink: Sendable, Equatable {
     public var clients: Int?
     /// The operating channel's width (NL80211_ATTR_CHANNEL_WIDTH), when the interface is on a channel.
     public var channelWidthMHz: Int?
+    /// The noise floor of the channel in use (NL80211_SURVEY_INFO_NOISE), when the driver reports it.
+    public var noiseDBm: Int?
     /// The interface's transmit power (NL80211_ATTR_WIPHY_TX_POWER_LEVEL, mBm / 100).
     public var txPowerDBm: Double?
     public var error: String?

@@ -29,6 +29,8 @@ public enum NL80211 {
         public static let deauthenticate: UInt8 = 39
         public static let disassociate: UInt8 = 40
         public static let connect: UInt8 = 46
+        public static let getSurvey: UInt8 = 50
+        public static let newSurveyResults: UInt8 = 51
         public static let roam: UInt8 = 47
         public static let disconnect: UInt8 = 48
         public static let setCQM: UInt8 = 63
@@ -52,6 +54,7 @@ public enum NL80211 {
         public static let disconnectedByAP: UInt16 = 71
         public static let statusCode: UInt16 = 72
         public static let cqm: UInt16 = 94
+        public static let surveyInfo: UInt16 = 84
         public static let wiphyTxPowerLevel: UInt16 = 98
         public static let wdev: UInt16 = 153
         public static let channelWidth: UInt16 = 159
@@ -86,6 +89,13 @@ public enum NL80211 {
         public static let signalMBm: UInt16 = 7
         public static let status: UInt16 = 9
         public static let beaconIEs: UInt16 = 11
+    }
+
+    /// `enum nl80211_survey_info`.
+    public enum SurveyAttribute {
+        public static let frequency: UInt16 = 1
+        public static let noise: UInt16 = 2
+        public static let inUse: UInt16 = 3
     }
 
     /// `enum nl80211_attr_cqm` and `enum nl80211_cqm_rssi_threshold_event`.
@@ -274,6 +284,25 @@ extension NL80211 {
                 ?? rate.u16(RateInfoAttribute.bitrate).map(Int.init)
             guard let units, units > 0 else { return nil }
             return Double(units) / 10
+        }
+    }
+}
+
+extension NL80211 {
+    /// One channel's survey (NEW_SURVEY_RESULTS, the parts of a GET_SURVEY dump): its noise floor.
+    public struct Survey: Sendable, Equatable {
+        public var frequencyMHz: Int
+        public var noiseDBm: Int?
+        /// The channel the interface is operating on.
+        public var inUse: Bool
+
+        public init?(_ message: Message) {
+            guard let info = message.attributes.nested(Attribute.surveyInfo),
+                let frequency = info.u32(SurveyAttribute.frequency)
+            else { return nil }
+            frequencyMHz = Int(frequency)
+            noiseDBm = info.s8(SurveyAttribute.noise).map(Int.init)
+            inUse = info.flag(SurveyAttribute.inUse)
         }
     }
 }

@@ -177,6 +177,15 @@ final class NL80211Socket {
         .compactMap(NL80211.Station.init)
     }
 
+    /// GET_SURVEY dump of one interface: per-channel noise (and, for the channel in use, IN_USE).
+    func survey(ifindex: Int) throws(NL80211Error) -> [NL80211.Survey] {
+        try request(NL80211.Command.getSurvey, dump: true, name: "NL80211_CMD_GET_SURVEY") {
+            msg throws(NL80211Error) in
+            try Self.put(msg, u32: UInt32(ifindex), NL80211.Attribute.ifindex)
+        }
+        .compactMap(NL80211.Survey.init)
+    }
+
     /// SET_CQM with RSSI thresholds (dBm, ascending) and a hysteresis (dB). Several thresholds need the wiphy's
     /// CQM_RSSI_LIST feature; the kernel refuses them with EOPNOTSUPP otherwise. An empty list turns CQM off.
     func setSignalThresholds(ifindex: Int, thresholds: [Int32], hysteresis: UInt32) throws(NL80211Error) {

@@ -63,11 +63,14 @@ public enum WiFiReader {
                     }
                 }
                 var link = WiFiLinkAssembly.station(iface, bss: bss, station: station)
+                if link.associated { link.noiseDBm = noise(iface, frequencyMHz: link.frequencyMHz, using: socket) }
                 link.error = stationError
                 return link
             case .ap:
                 let clients = try socket.stations(ifindex: iface.ifindex)
-                return WiFiLinkAssembly.accessPoint(iface, clients: clients.count)
+                var link = WiFiLinkAssembly.accessPoint(iface, clients: clients.count)
+                link.noiseDBm = noise(iface, frequencyMHz: link.frequencyMHz, using: socket)
+                return link
             case .other:
                 return WiFiLinkAssembly.other(iface)
             }
@@ -79,6 +82,15 @@ public enum WiFiReader {
             link.error = error.description
             return link
         }
+    }
+}
+
+extension WiFiReader {
+    /// The noise floor of the channel in use, from GET_SURVEY. Drivers without survey support (EOPNOTSUPP) and any
+    /// other failure simply leave it unknown: noise is a diagnostic, never a reason to fail the read.
+    static func noise(_ iface: NL80211.Interface, frequencyMHz: Int?, using socket: NL80211Socket) -> Int? {
+        guard let surveys = try? socket.survey(ifindex: iface.ifindex) else { return nil }
+        return WiFiLinkAssembly.noise(in: surveys, frequencyMHz: frequencyMHz)
     }
 }
 
@@ -104,6 +116,11 @@ public enum WiFiLinkAssembly {
         link.connectedSeconds = station?.connectedSeconds
         link.inactiveMilliseconds = station?.inactiveMilliseconds
         return link
+    }
+
+    /// The channel marked IN_USE, else the one on the link's frequency.
+    public static func noise(in surveys: [NL80211.Survey], frequencyMHz: Int?) -> Int? {
+        (surveys.first { $0.inUse } ?? surveys.first { $0.frequencyMHz == frequencyMHz })?.noiseDBm
     }
 
     public static func accessPoint(_ iface: NL80211.Interface, clients: Int) -> WiFiLink {

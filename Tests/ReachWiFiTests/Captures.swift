@@ -35,6 +35,24 @@ enum Captures {
         return out
     }
 
+    /// The `#   key:\tvalue` lines a lab capture keeps from iw's printout of the same station (the expected values).
+    static func iwView(_ file: String) -> [String: String] {
+        guard let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8) else { return [:] }
+        var view: [String: String] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("#   \t") {
+            let body = line.dropFirst(5)
+            guard let colon = body.firstIndex(of: ":") else { continue }
+            let key = body[..<colon].trimmingCharacters(in: .whitespaces)
+            view[key] = body[body.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return view
+    }
+
+    /// The leading number of an iw value ("2108 ms" → 2108, "-30 dBm" → -30, "9.0 MBit/s" → 9.0).
+    static func number(_ value: String?) -> Double? {
+        value.flatMap { Double($0.split(separator: " ").first ?? "") }
+    }
+
     static func named(_ file: String, _ name: String) -> Capture {
         guard let c = load(file).first(where: { $0.name == name }) else {
             fatalError("capture \(file)/\(name) is missing")

@@ -82,21 +82,35 @@ import Testing
 }
 
 @Suite struct StationDecoding {
-    /// Captured in this project's lab with nlmon (iw showed: signal -30, avg -30, beacon avg -30, tx 24.0 MBit/s,
-    /// connected 5 s, inactive 1788 ms).
-    @Test func labGetStationReply() throws {
+    /// Captured in this project's lab with nlmon; the expected values are iw's own printout of the same entry,
+    /// kept in the capture file's header.
+    @Test func labGetStationReplyAgreesWithIw() throws {
+        let iw = Captures.iwView("lab-hwsim.nlmsgs")
+        #expect(iw.count > 10, "the capture header lost iw's view")
         let m = try #require(Captures.named("lab-hwsim.nlmsgs", "get-station-reply-1").decoded)
         #expect(m.command == NL80211.Command.newStation)
         let s = try #require(NL80211.Station(m))
         #expect(s.mac == "02:00:00:00:00:00")
         #expect(s.ifindex == 3)
+        #expect(s.signalDBm.map(Double.init) == Captures.number(iw["signal"]))
+        #expect(s.signalAverageDBm.map(Double.init) == Captures.number(iw["signal avg"]))
+        #expect(s.beaconSignalAverageDBm.map(Double.init) == Captures.number(iw["beacon signal avg"]))
         #expect(s.signalDBm == -30)
-        #expect(s.signalAverageDBm == -30)
-        #expect(s.beaconSignalAverageDBm == -30)
-        #expect(s.txBitrateMbps == 24.0)
-        #expect(s.connectedSeconds == 5)
-        #expect(s.inactiveMilliseconds == 1788)
-        #expect(s.rxBytes == 4889)
+        #expect(s.txBitrateMbps == Captures.number(iw["tx bitrate"]))
+        #expect(s.connectedSeconds.map(Double.init) == Captures.number(iw["connected time"]))
+        #expect(s.inactiveMilliseconds.map(Double.init) == Captures.number(iw["inactive time"]))
+        #expect(s.rxBytes.map(Double.init) == Captures.number(iw["rx bytes"]))
+    }
+
+    @Test func labSurveyNoise() throws {
+        let parts = Captures.load("lab-hwsim.nlmsgs").filter { $0.name.hasPrefix("survey") }
+        let surveys = parts.compactMap { $0.decoded.flatMap(NL80211.Survey.init) }
+        #expect(surveys.count == parts.count)
+        #expect(surveys.first?.frequencyMHz == 2437)
+        #expect(surveys.first?.noiseDBm == -92)  // iw printed "noise: -92 dBm"
+        // hwsim marks no channel IN_USE, so the link's frequency picks the entry.
+        #expect(WiFiLinkAssembly.noise(in: surveys, frequencyMHz: 2437) == -92)
+        #expect(WiFiLinkAssembly.noise(in: surveys, frequencyMHz: 5180) == nil)
     }
 
     @Test func bitratePrefersBitrate32() {

@@ -20,6 +20,8 @@ func labKernel() -> ReplayKernel {
         $0
     }
     k.answers[NL80211.Command.setCQM] = Array(repeating: .ack, count: 8)
+    let survey = lab.filter { $0.name.hasPrefix("survey") }.map(\.message)
+    k.answers[NL80211.Command.getSurvey] = Array(repeating: .dump(survey), count: 8)
     return k
 }
 
@@ -71,8 +73,11 @@ func open(_ kernel: ReplayKernel, timeout: Int32 = 300) throws(NL80211Error) -> 
         #expect(sta.band == .ghz2_4)
         #expect(sta.signalDBm == -30)
         #expect(sta.bars == 4)
-        #expect(sta.txBitrateMbps == 24.0)
-        #expect(sta.connectedSeconds == 5)
+        let iw = Captures.iwView("lab-hwsim.nlmsgs")
+        #expect(sta.txBitrateMbps == Captures.number(iw["tx bitrate"]))
+        #expect(sta.connectedSeconds.map(Double.init) == Captures.number(iw["connected time"]))
+        #expect(sta.noiseDBm == -92)
+        #expect(ap.noiseDBm == -92)
         #expect(sta.error == nil)
         // What went out: GET_STATION for wlan1 named the BSSID found in the scan dump.
         let get = try #require(k.requests.last { $0.command == NL80211.Command.getStation && $0.flags & 0x300 == 0 })

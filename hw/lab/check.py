@@ -73,6 +73,8 @@ def check_lab(out):
         check("adapter read: signal == iw's", str(w1.get("signal_dbm")) == iw_signal, (w1.get("signal_dbm"), iw_signal))
         check("adapter read: -30 dBm -> 4 bars", w1.get("bars") == 4, w1.get("bars"))
         check("adapter read: tx bitrate present", (w1.get("tx_bitrate_mbps") or 0) > 0, w1.get("tx_bitrate_mbps"))
+        check("adapter read: noise from GET_SURVEY (hwsim reports -92 dBm)", w1.get("noise_dbm") == -92,
+              w1.get("noise_dbm"))
     w0 = entry(read, "wlan0")
     check("adapter read: wlan0 is an AP with 1 client", bool(w0) and w0.get("mode") == "ap" and w0.get("clients") == 1,
           w0 and (w0.get("mode"), w0.get("clients")))

@@ -79,6 +79,7 @@ capture)
   iw dev > $out/iw-dev.txt
   iw dev wlan1 scan dump > $out/iw-scan-dump.txt
   iw dev wlan1 station get 02:00:00:00:00:00 > $out/iw-station-get.txt
+  iw dev wlan1 survey dump > $out/iw-survey-dump.txt
   iw dev wlan1 link > $out/iw-link.txt
   wait $cap_pid
   ;;

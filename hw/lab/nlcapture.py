@@ -5,7 +5,7 @@ In the VM (hw/lab/guest.sh, capture mode):  nlcapture.py record nlmon0 OUT.jsonl
     Every frame the nlmon device passes (both directions, all netlink families) is written as one JSON line
     {"hex": …}; an AF_PACKET socket on nlmon delivers the netlink messages themselves, no link header.
 On the host (scripts/lab-wifi capture):      nlcapture.py store OUT_DIR CAPTURE_DIR
-    Picks the kernel's replies to iw's nl80211 requests (GET_INTERFACE dump, GET_SCAN dump, GET_STATION) from
+    Picks the kernel's replies to iw's nl80211 requests (GET_INTERFACE, GET_SCAN and GET_SURVEY dumps, GET_STATION) from
     the recording and writes CAPTURE_DIR/lab-hwsim.nlmsgs in the format of hw/captures/nl80211/transcribe.py.
 """
 import json
@@ -21,6 +21,7 @@ NLMSG_MIN_TYPE = 0x10
 NL80211_CMD_NEW_INTERFACE = 7
 NL80211_CMD_NEW_STATION = 19
 NL80211_CMD_NEW_SCAN_RESULTS = 34
+NL80211_CMD_NEW_SURVEY_RESULTS = 51
 
 
 def record(ifname, path, seconds):
@@ -49,7 +50,7 @@ def messages(datagram):
 
 def store(out, dest):
     wanted = {NL80211_CMD_NEW_INTERFACE: "get-interface-dump-part", NL80211_CMD_NEW_SCAN_RESULTS: "scan-dump-part",
-              NL80211_CMD_NEW_STATION: "get-station-reply"}
+              NL80211_CMD_NEW_STATION: "get-station-reply", NL80211_CMD_NEW_SURVEY_RESULTS: "survey-dump-part"}
     rows, counts = [], {}
     for line in open(os.path.join(out, "station-capture.jsonl")):
         for msg, kind, flags, seq in messages(bytes.fromhex(json.loads(line)["hex"])):
@@ -70,7 +71,7 @@ def store(out, dest):
         f.write(f"# kernel: Debian {kernel}, mac80211_hwsim radios=2; hostapd on wlan0 (lab-ap, channel 6), "
                 "wpa_supplicant on wlan1\n")
         f.write("# requests: iw dev (GET_INTERFACE dump), iw dev wlan1 scan dump (GET_SCAN), "
-                "iw dev wlan1 station get 02:00:00:00:00:00 (GET_STATION)\n")
+                "iw dev wlan1 station get 02:00:00:00:00:00 (GET_STATION), iw dev wlan1 survey dump (GET_SURVEY)\n")
         f.write("# licence: project data (no third-party content); the bytes are kernel output\n")
         f.write("# iw's view of the station entry at the time:\n")
         for l in iw.splitlines():
