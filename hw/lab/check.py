@@ -185,6 +185,11 @@ def check_lab(out):
               pushed is not None, f"after {pushed['t_ms'] - t_set} ms" if pushed else "no such event update")
         previous = want
 
+    deleted = marks.get("delete")
+    gone = next((u for u in updates if deleted and u["t_ms"] >= deleted and "wlan1" in u.get("gone", [])), None)
+    check("wlan1 deleted: the monitor reported it gone through an event", gone is not None and
+          gone.get("cause") == "event", gone and (gone["t_ms"] - deleted, gone.get("events")))
+
     after, err = load(out, "read-stopped.json")
     a1 = entry(after, "wlan1")
     check("hostapd stopped: adapter read says not associated", bool(a1) and a1.get("associated") is False,

@@ -171,7 +171,11 @@ check)
   sleep 2
   "$bin/reach-wifi-lab" read wlan1 > $out/read-stopped.json 2> $out/read-stopped.err
   run_reach_status status-stopped
-  sleep 1
+
+  # 6. The station interface deleted: the monitor must report it gone.
+  echo "delete $(now_ms)" >> $out/marks.txt
+  iw dev wlan1 del
+  sleep 2
   kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null; monitor_pid=
   ;;
 esac
