@@ -4,7 +4,9 @@
 //     { "protocol": "qmi", "description": "…",
 //       "source": { "project": "libqmi", "tag": "1.32.2", "commit": "…", "file": "…", "function": "…",
 //                   "licence": "GPL-2.0-or-later" },
-//       "exchanges": [ { "request": "01 0c 00 …", "response": "01 6e 00 …" } ] }
+//       "exchanges": [ { "request": ["01 0c 00 …"], "response": ["01 6e 00 …", "…"] } ] }
+//
+// Hex is a string or an array of strings (scripts/extract-captures writes 16 bytes a line).
 //
 // A response is matched by QMI service + message id, or MBIM service UUID + CID. `request` is optional (some
 // captures hold only the modem's side); when given it must be the same message as the response.
@@ -74,8 +76,14 @@ public struct Capture: Sendable, Equatable {
         return Capture(modemProtocol: proto, description: description, source: source, exchanges: exchanges)
     }
 
+    /// Hex as one string or as an array of strings (one line each, for people reading the file).
     static func hex(_ node: Node) throws(ScenarioError) -> [UInt8] {
-        let text = try node.string()
+        let text: String
+        if node.value.arrayValue != nil {
+            text = try node.array().map { (line) throws(ScenarioError) in try line.string() }.joined(separator: " ")
+        } else {
+            text = try node.string()
+        }
         do {
             return try Hex.bytes(text)
         } catch {

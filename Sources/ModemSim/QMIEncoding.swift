@@ -310,16 +310,17 @@ enum QMIEncoding {
             w.i8(int8(rssi))
             w.i8(radio)
         }]
+        // The RSSI and ECIO lists count their elements in a u16, unlike most QMI arrays.
         if mask & 0x01 != 0 {
             tlvs.append(QMITLV(0x11) { w in
-                w.u8(1)
+                w.u16(1)
                 w.u8(UInt8(clamping: Int((-rssi).rounded())))
                 w.i8(radio)
             })
         }
         if mask & 0x02 != 0, let ecio = state.signal.ecio {
             tlvs.append(QMITLV(0x12) { w in
-                w.u8(1)
+                w.u16(1)
                 w.u8(UInt8(clamping: QMIEncoding.ecio(ecio)))
                 w.i8(radio)
             })

@@ -22,6 +22,7 @@ let usage = """
                         {"indicate": true} or {"query": "state"|"stats"}, answered with one JSON line
       --log FILE        one line per frame in and out (hex and a decoded summary) and per event
       --verbose         the same lines on standard error
+      --check           only validate the scenario / capture and exit (0 when usable, 65 when not)
       --help            this text
 
     Prints "pty: /dev/pts/N" (and "link: PATH") on standard output at once; clients open that path, e.g.
@@ -38,6 +39,8 @@ func emit(_ fd: Int32, _ text: String) {
     while !bytes.isEmpty, let n = try? Sys.writeSome(fd, bytes), n > 0 { bytes = bytes.dropFirst(n) }
 }
 
+let shortUsage = usage.split(separator: "\n").prefix(2).joined(separator: "\n") + "\n(--help for more)"
+
 func fail(_ code: Int32, _ message: String) -> Never {
     emit(2, "reach-modem-sim: \(message)\n")
     exit(code)
@@ -52,6 +55,7 @@ struct Options {
     var control: String?
     var log: String?
     var verbose = false
+    var check = false
 }
 
 func parseArguments(_ args: [String]) -> Options {
@@ -59,7 +63,7 @@ func parseArguments(_ args: [String]) -> Options {
     var i = 0
     func value(_ flag: String) -> String {
         i += 1
-        guard i < args.count, !args[i].hasPrefix("--") else { fail(64, "\(flag) needs a value\n\n\(usage)") }
+        guard i < args.count, !args[i].hasPrefix("--") else { fail(64, "\(flag) needs a value\n\(shortUsage)") }
         return args[i]
     }
     while i < args.count {
@@ -71,14 +75,15 @@ func parseArguments(_ args: [String]) -> Options {
         case "--control": o.control = value(a)
         case "--log": o.log = value(a)
         case "--verbose": o.verbose = true
+        case "--check": o.check = true
         case "--help", "-h":
             emit(1, usage + "\n")
             exit(0)
-        default: fail(64, "unknown argument '\(a)'\n\n\(usage)")
+        default: fail(64, "unknown argument '\(a)'\n\(shortUsage)")
         }
         i += 1
     }
-    guard o.scenario != nil || o.replay != nil else { fail(64, "--scenario or --replay is required\n\n\(usage)") }
+    guard o.scenario != nil || o.replay != nil else { fail(64, "--scenario or --replay is required\n\(shortUsage)") }
     return o
 }
 
@@ -109,6 +114,11 @@ let capture: Capture? = options.replay.map { path in
     } catch {
         fail(65, "\(path): \(error)")
     }
+}
+
+if options.check {
+    emit(1, "ok: " + [options.scenario, options.replay].compactMap { $0 }.joined(separator: ", ") + "\n")
+    exit(0)
 }
 
 // MARK: Signals (self-pipe: the handler only writes a byte)
