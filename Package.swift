@@ -59,5 +59,8 @@ let package = Package(
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
+        // built reach-modem-sim driven by Debian's qmicli/mbimcli.
+        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
     ]
 )
