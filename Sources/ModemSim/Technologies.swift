@@ -95,7 +95,7 @@ extension RadioFamily {
 
 extension AccessTechnologies {
     /// The radio families in use, oldest first.
-    var families: [RadioFamily] { Set(members.map(\.family)).sorted() }
+    public var families: [RadioFamily] { Set(members.map(\.family)).sorted() }
 
     /// MbimDataClass for MBIM 1.0 and MBIMEx 2.0: 5G NSA (EN-DC) is LTE | 5G_NSA, 5G SA is 5G_SA.
     var mbimDataClass: UInt32 {

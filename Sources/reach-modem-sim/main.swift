@@ -138,6 +138,16 @@ for sig in [SIGTERM, SIGINT] {
     }
 }
 signal(SIGPIPE, SIG_IGN)
+// A parent may hand down a blocked mask (libdispatch worker threads block signals, and posix_spawn keeps the
+// spawning thread's mask): unblock the two we handle, or SIGTERM would never arrive.
+func unblockHandledSignals() {
+    var handled = sigset_t()
+    sigemptyset(&handled)
+    sigaddset(&handled, SIGTERM)
+    sigaddset(&handled, SIGINT)
+    sigprocmask(SIG_UNBLOCK, &handled, nil)
+}
+unblockHandledSignals()
 
 // MARK: The loop
 

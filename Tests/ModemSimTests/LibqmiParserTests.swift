@@ -63,7 +63,7 @@ func allQMIMessages(_ scenario: Scenario) throws -> [QMIMessage] {
     }
     collect(try h.control(#"{"indicate":true}"#).messages)
     for step in scenario.timeline {
-        collect(try h.advance(to: step.atMs).writes.compactMap { try? QMIMessage.decode($0) })
+        collect(try h.advance(to: step.atMs).writes.map { try QMIMessage.decode($0) })
     }
     collect(try h.control(#"{"set":{"sim":"pin_required","registration":"idle","access_technologies":[],"operator":null}}"#).messages)
     collect(try h.send(QMIService.ctl, cid: 0, QMIMessageID.ctlReleaseCID, [QMITLV(0x01, [QMIService.nas, nas])]))

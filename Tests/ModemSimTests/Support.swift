@@ -66,6 +66,18 @@ struct ToolMissing: Error, CustomStringConvertible {
     var description: String
 }
 
+/// Starts a process with an empty signal mask. Swift Testing runs tests on libdispatch worker threads, which block
+/// most signals, and posix_spawn hands the spawning thread's mask to the child: `timeout` would then never see its
+/// SIGALRM and a client never its SIGTERM. The mask is cleared on this thread for the spawn only.
+func launch(_ p: Process) throws {
+    var empty = sigset_t()
+    var saved = sigset_t()
+    sigemptyset(&empty)
+    pthread_sigmask(SIG_SETMASK, &empty, &saved)
+    defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+    try p.run()
+}
+
 /// The result of running a program to its end (or to its time limit).
 struct RunResult {
     var status: Int32
@@ -88,13 +100,16 @@ func run(_ program: String, _ args: [String], seconds: Double = 10) throws -> Ru
     let err = Pipe()
     p.standardOutput = out
     p.standardError = err
-    try p.run()
+    try launch(p)
     // Read before waiting so a chatty program never blocks on a full pipe.
     let o = out.fileHandleForReading.readDataToEndOfFile()
     let e = err.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
+    // `timeout -k` ends with SIGKILL to its whole process group, itself included: report that as the shell
+    // would (128 + signal), which is what `timedOut` looks for.
+    let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
     return RunResult(
-        status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        status: status, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
 }
 
 /// A running reach-modem-sim; stopped with SIGTERM when the test ends.
@@ -124,7 +139,7 @@ final class SimProcess {
         process.arguments = args + extra
         process.standardOutput = stdout
         process.standardError = stderr
-        try process.run()
+        try launch(process)
         let first = try readLine(timeout: 5)
         guard first.hasPrefix("pty: /dev/pts/") else {
             process.terminate()
