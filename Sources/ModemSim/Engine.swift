@@ -202,6 +202,8 @@ public struct ModemEngine: Sendable {
                 }
             }
         case .mbim:
+            // MBIM messages may arrive in pieces or several at once: log the bytes as read, then each message.
+            out.append(.log("in: \(Hex.string(bytes))"))
             for item in mbimAssembler.feed(bytes) {
                 switch item {
                 case .incomplete: out.append(.log("in: MBIM fragment stored"))

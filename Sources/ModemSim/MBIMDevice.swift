@@ -77,7 +77,9 @@ public struct MBIMDevice: Sendable {
         guard (try? r.u16("MbimVersion")) != nil, let hostExtended = try? r.u16("MbimExtendedVersion") else {
             return (MBIMStatus.invalidParameters, [])
         }
-        let agreed = min(scenario.mbimex, MBIMExVersion(bcd: hostExtended) ?? (hostExtended > 0x0300 ? .v3 : .v1))
+        // The highest version the host asked for that we know (a host asking 3.x gets 3.0), capped by the device.
+        let host = MBIMExVersion.allCases.last(where: { $0.bcd <= hostExtended }) ?? .v1
+        let agreed = min(scenario.mbimex, host)
         negotiated = agreed
         var b = MBIMBufferBuilder()
         b.u16(0x0100)
