@@ -101,6 +101,9 @@ enum Sys {
 struct PseudoTerminal {
     let master: Int32
     let slavePath: String
+    /// inotify watching the slave for IN_OPEN, so a client that opens the port is noticed at once rather than on
+    /// the next look (-1 if inotify is unavailable; the loop then looks every 10 ms).
+    let opens: Int32
 
     /// Opens a pty, puts it in raw mode (8-bit clean, no echo, no line editing) and closes our slave descriptor,
     /// so the master sees a hang-up whenever no client has the slave open.
@@ -113,21 +116,38 @@ struct PseudoTerminal {
         var tio = termios()
         guard tcgetattr(slave, &tio) == 0 else {
             let e = SystemError("tcgetattr")
-            close(master)
-            close(slave)
+            Glibc.close(master)
+            Glibc.close(slave)
             throw e
         }
         cfmakeraw(&tio)
         guard tcsetattr(slave, TCSANOW, &tio) == 0 else {
             let e = SystemError("tcsetattr")
-            close(master)
-            close(slave)
+            Glibc.close(master)
+            Glibc.close(slave)
             throw e
         }
-        close(slave)
+        Glibc.close(slave)
         Sys.setNonBlocking(master)
         let path = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        return PseudoTerminal(master: master, slavePath: path)
+        var opens = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        if opens >= 0 && inotify_add_watch(opens, path, UInt32(IN_OPEN)) < 0 {
+            Glibc.close(opens)
+            opens = -1
+        }
+        return PseudoTerminal(master: master, slavePath: path, opens: opens)
+    }
+
+    /// Discards queued open events (the loop then asks `isHungUp` whether a client is there).
+    func drainOpens() {
+        guard opens >= 0 else { return }
+        var buf = [UInt8](repeating: 0, count: 1024)
+        while read(opens, &buf, buf.count) > 0 {}
+    }
+
+    func close() {
+        Glibc.close(master)
+        if opens >= 0 { Glibc.close(opens) }
     }
 
     /// True while no client holds the slave open: poll reports POLLHUP on the master then.

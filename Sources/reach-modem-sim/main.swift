@@ -215,7 +215,7 @@ struct SimulatorLoop {
     }
 
     func shutdownAndExit(_ code: Int32) -> Never {
-        if let pty { close(pty.master) }
+        pty?.close()
         removeLink()
         control?.shutdown()
         if logFD >= 0 { close(logFD) }
@@ -237,7 +237,7 @@ struct SimulatorLoop {
                 outbound += bytes
             case .close:
                 if let p = pty {
-                    close(p.master)
+                    p.close()
                     pty = nil
                     outbound = []
                     clientPresent = false
@@ -274,10 +274,14 @@ struct SimulatorLoop {
         perform(engine.start(now: now()))
         while true {
             // While no client holds the slave open the master reports POLLHUP without end, so it stays out of
-            // the poll set and is looked at every 10 ms instead.
-            if let p = pty, !clientPresent, !p.isHungUp() {
-                clientPresent = true
-                log("client connected")
+            // the poll set; inotify's IN_OPEN on the slave says when to look again (or, without inotify, every
+            // 10 ms).
+            if let p = pty, !clientPresent {
+                p.drainOpens()
+                if !p.isHungUp() {
+                    clientPresent = true
+                    log("client connected")
+                }
             }
             var fds = [pollfd(fd: signalPipe.read, events: Int16(POLLIN), revents: 0)]
             var masterIndex = -1
@@ -285,6 +289,8 @@ struct SimulatorLoop {
                 masterIndex = fds.count
                 let events = Int16(POLLIN) | (outbound.isEmpty ? 0 : Int16(POLLOUT))
                 fds.append(pollfd(fd: p.master, events: events, revents: 0))
+            } else if let p = pty, p.opens >= 0 {
+                fds.append(pollfd(fd: p.opens, events: Int16(POLLIN), revents: 0))
             }
             var controlIndex = -1
             var clientFDs: [Int32] = []
@@ -299,7 +305,11 @@ struct SimulatorLoop {
                 let t = now()
                 timeout = deadline <= t ? 0 : Int32(min(deadline - t, 60_000))
             }
-            if pty != nil && !clientPresent { timeout = timeout < 0 ? 10 : min(timeout, 10) }
+            if let p = pty, !clientPresent {
+                // inotify wakes us on an open; the 250 ms look is a safety net, not the mechanism.
+                let look: Int32 = p.opens >= 0 ? 250 : 10
+                timeout = timeout < 0 ? look : min(timeout, look)
+            }
             if poll(&fds, nfds_t(fds.count), timeout) < 0 && errno != EINTR { fail(71, "\(SystemError("poll"))") }
 
             if fds[0].revents != 0 {
