@@ -65,7 +65,8 @@ enum QMIEncoding {
         var tlvs = [
             QMITLV(0x01) { w in
                 w.u8(qmiRegistration(state.registration))
-                w.u8(registered ? 1 : 2)  // CS attach: ATTACHED 1, DETACHED 2
+                // CS attach (ATTACHED 1, DETACHED 2): 5G SA has no circuit-switched domain.
+                w.u8(registered && rats != [.nr] ? 1 : 2)
                 w.u8(registered && state.packetService == .attached ? 1 : 2)
                 w.u8(threeGPP2 ? 1 : 2)  // selected network: 3GPP2 1, 3GPP 2
                 w.u8(UInt8(radios.count))

@@ -81,7 +81,7 @@ typealias QID = QMIMessageID
         let nr = try #require(si.tlv(0x4B))
         #expect(nr[1] == 2 && Array(nr[20..<26]) == Array("310260".utf8))
         let ss = try h.request(QMIService.nas, cid: nas, QID.nasGetServingSystem)
-        #expect(ss.tlv(0x01) == [1, 1, 1, 2, 1, 12] && ss.tlv(0x11) == nil)
+        #expect(ss.tlv(0x01) == [1, 2, 1, 2, 1, 12] && ss.tlv(0x11) == nil)  // no CS domain on SA
         #expect(ss.tlv(0x27) == [0x36, 0x01, 0x04, 0x01, 1])  // MCC 310, MNC 260, 3-digit MNC
         #expect(try h.request(QMIService.nas, cid: nas, QID.nasGetSignalStrength).result?.error == QMIError.informationUnavailable)
     }
