@@ -67,5 +67,8 @@ let package = Package(
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
         .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
+        // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
+        // built reach-modem-sim driven by Debian's qmicli/mbimcli.
+        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
     ]
 )
