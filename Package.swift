@@ -58,10 +58,23 @@ let package = Package(
         .target(name: "ModemSim", dependencies: ["ReachCore"]),
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
+        // WiFi lab tool (hw/lab): times the nl80211 reader and the event monitor inside the VM.
+        .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"]),
+
+        // Test-only helpers: namespaces, running binaries with deadlines (Foundation is fine here).
+        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
+        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
+        // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
+        // built reach-modem-sim driven by Debian's qmicli/mbimcli.
+        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
         .testTarget(
             name: "ReachAgentTests",
-            dependencies: ["ReachAgent", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+            dependencies: [
+                "ReachAgent", "reach", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
     ]
 )
