@@ -44,7 +44,7 @@ let package = Package(
         .target(
             name: "ReachAgent",
             dependencies: [
-                "GatewayReach",
+                "GatewayReach", "CQMI", "CMBIM", "CNLRoute",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -14,7 +14,7 @@ struct Reach: AsyncParsableCommand {
             78 bad configuration.
             """,
         version: GatewayReachVersion.string,
-        subcommands: [Status.self, Agent.self, Watch.self],
+        subcommands: [Status.self, Agent.self, Watch.self, Diag.self],
         defaultSubcommand: Status.self
     )
 }

@@ -1,0 +1,421 @@
+// `reach diag`: the checks an installer needs, evaluated from plain facts without I/O (DiagFacts), so every
+// branch is table-tested. Gathering the facts is Diagnostics.swift.
+
+import GatewayReach
+
+public enum CheckStatus: String, Sendable, Equatable, Comparable {
+    case ok, warn, fail, skip
+
+    var rank: Int { [.skip: 0, .ok: 1, .warn: 2, .fail: 3][self]! }
+    public static func < (a: CheckStatus, b: CheckStatus) -> Bool { a.rank < b.rank }
+}
+
+public struct DiagCheck: Sendable, Equatable {
+    /// Stable id for scripts ("modem.sim", "route.default", …), suffixed with the device or interface where per-link.
+    public var id: String
+    public var title: String
+    public var status: CheckStatus
+    public var detail: String
+    /// What to do about it; set for warn and fail.
+    public var hint: String?
+
+    public init(_ id: String, _ title: String, _ status: CheckStatus, _ detail: String, hint: String? = nil) {
+        self.id = id
+        self.title = title
+        self.status = status
+        self.detail = detail
+        self.hint = hint
+    }
+
+    public var json: JSON {
+        .object([
+            ("id", .string(id)), ("title", .string(title)), ("status", .string(status.rawValue)),
+            ("detail", .string(detail)), ("hint", .optional(hint)),
+        ])
+    }
+}
+
+/// A network interface as the diagnostics see it (getifaddrs).
+public struct InterfaceFacts: Sendable, Equatable {
+    public var up: Bool
+    public var running: Bool
+    public var addresses: [String]
+
+    public init(up: Bool, running: Bool, addresses: [String]) {
+        self.up = up
+        self.running = running
+        self.addresses = addresses
+    }
+}
+
+public struct ProbeResult: Sendable, Equatable {
+    public var ok: Bool
+    public var detail: String
+
+    public init(ok: Bool, detail: String) {
+        self.ok = ok
+        self.detail = detail
+    }
+}
+
+/// Everything the checks look at, gathered once.
+public struct DiagFacts: Sendable {
+    public var snapshot: Snapshot
+    public var interfaces: [String: InterfaceFacts]
+    public var gatewayNeighbour: Result<NeighbourState?, NetlinkError>?
+    public var dnsServers: [String]
+    /// Where the DNS servers were read ("/etc/resolv.conf", and systemd-resolved's file).
+    public var dnsSources: [String]
+    public var dnsError: String?
+    /// The configured probe and its result; nil when no probe is configured.
+    public var probe: (AgentConfig.Probe, ProbeResult)?
+
+    public init(snapshot: Snapshot) {
+        self.snapshot = snapshot
+        self.interfaces = [:]
+        self.dnsServers = []
+        self.dnsSources = []
+    }
+}
+
+public enum Verdict: String, Sendable {
+    case ok
+    /// Packets leave, but some check failed or warned (a locked SIM on a standby modem, a weak signal…).
+    case degraded
+    case notReachable = "not_reachable"
+
+    /// 0 ok, 1 not reachable, 2 reachable with problems.
+    public var exitCode: Int32 {
+        switch self {
+        case .ok: return 0
+        case .notReachable: return 1
+        case .degraded: return 2
+        }
+    }
+}
+
+public enum DiagChecks {
+    public static func evaluate(_ f: DiagFacts, showIdentifiers: Bool = false) -> [DiagCheck] {
+        var checks: [DiagCheck] = []
+        checks += modems(f)
+        checks += wifi(f, showIdentifiers: showIdentifiers)
+        checks += route(f)
+        checks.append(dns(f))
+        checks.append(probe(f))
+        return checks
+    }
+
+    public static func verdict(_ checks: [DiagCheck]) -> Verdict {
+        let routeOK = checks.first { $0.id == "route.default" }?.status == .ok
+        let probeFailed = checks.first { $0.id == "probe" }?.status == .fail
+        if !routeOK || probeFailed { return .notReachable }
+        return checks.contains { $0.status == .fail || $0.status == .warn } ? .degraded : .ok
+    }
+
+    /// One line for people: "verdict: ok — …".
+    public static func verdictLine(_ verdict: Verdict, _ checks: [DiagCheck], _ s: Snapshot) -> String {
+        let fails = checks.filter { $0.status == .fail }.count
+        let warns = checks.filter { $0.status == .warn }.count
+        switch verdict {
+        case .ok:
+            return "verdict: OK — \(SnapshotText.headline(s))"
+        case .degraded:
+            return "verdict: REACHABLE WITH PROBLEMS — \(fails) failed, \(warns) warning\(warns == 1 ? "" : "s"); "
+                + SnapshotText.headline(s)
+        case .notReachable:
+            let first = checks.first { $0.status == .fail && ($0.id == "route.default" || $0.id == "probe") }
+            return "verdict: NOT REACHABLE — " + (first?.detail ?? SnapshotText.headline(s))
+        }
+    }
+
+    // MARK: Modems
+
+    static func modems(_ f: DiagFacts) -> [DiagCheck] {
+        let s = f.snapshot
+        guard s.wwanSource.available || !s.wwan.isEmpty else {
+            return [DiagCheck("modem", "Modem present and answering", .skip, s.wwanSource.reason ?? "WWAN not available")]
+        }
+        guard !s.wwan.isEmpty else {
+            return [DiagCheck("modem", "Modem present and answering", .skip, "no modem found")]
+        }
+        var out: [DiagCheck] = []
+        for m in s.wwan {
+            let id = "modem[\(m.device)]"
+            if !m.present {
+                out.append(
+                    DiagCheck(
+                        id + ".present", "Modem \(m.device) present and answering", .fail, "the control port is gone",
+                        hint: "check the USB connection and power; `ls /dev/cdc-wdm* /dev/wwan*` should list it"))
+                continue
+            }
+            if let e = m.error {
+                out.append(
+                    DiagCheck(
+                        id + ".present", "Modem \(m.device) present and answering", .fail, e,
+                        hint: "the modem does not answer \(m.protocol.rawValue.uppercased()) requests; "
+                            + "stop other users of the port (ModemManager) or power-cycle the modem"))
+                continue
+            }
+            let model = [m.manufacturer, m.model].compactMap { $0 }.joined(separator: " ")
+            out.append(
+                DiagCheck(
+                    id + ".present", "Modem \(m.device) present and answering", .ok,
+                    "\(m.protocol.rawValue.uppercased())" + (model.isEmpty ? "" : ", \(model)")))
+            out.append(sim(m, id))
+            out.append(registration(m, id))
+            if m.registration.isRegistered { out.append(radio(m, id)) }
+            out.append(data(m, id, f))
+        }
+        return out
+    }
+
+    static func sim(_ m: ModemState, _ id: String) -> DiagCheck {
+        let title = "SIM ready"
+        switch m.sim {
+        case .ready: return DiagCheck(id + ".sim", title, .ok, "ready")
+        case .absent:
+            return DiagCheck(id + ".sim", title, .fail, "no SIM", hint: "insert a SIM card (power off first on most modems)")
+        case .unknown:
+            return DiagCheck(id + ".sim", title, .warn, "SIM state unknown", hint: "the modem did not report its SIM state")
+        default:
+            if m.sim.needsIntervention {
+                return DiagCheck(
+                    id + ".sim", title, .fail, "SIM needs \(m.sim.rawValue)",
+                    hint: "unlock the SIM (e.g. `qmicli -d \(m.device) --uim-verify-pin=PIN1,NNNN`) or remove its PIN")
+            }
+            return DiagCheck(id + ".sim", title, .warn, m.sim.rawValue, hint: "the SIM is not ready yet")
+        }
+    }
+
+    static func registration(_ m: ModemState, _ id: String) -> DiagCheck {
+        let title = "Registered on a network"
+        let op = [m.operatorName, m.plmn.map { "\($0.mcc)-\($0.mnc)" }].compactMap { $0 }.joined(separator: " ")
+        switch m.registration {
+        case .home:
+            return DiagCheck(id + ".registration", title, .ok, "home" + (op.isEmpty ? "" : " (\(op))"))
+        case .roaming:
+            return DiagCheck(
+                id + ".registration", title, .warn, "roaming" + (op.isEmpty ? "" : " (\(op))"),
+                hint: "roaming may cost extra or be slow; check the SIM's home network coverage")
+        case .denied:
+            let cause = m.rejectCause.map { ", reject cause \($0)" } ?? ""
+            return DiagCheck(
+                id + ".registration", title, .fail, "registration denied\(cause)",
+                hint: "the network refused the SIM: check that the subscription is active (cause 2/3/6: SIM or "
+                    + "IMEI not allowed; 11-13: no service in this area)")
+        case .searching:
+            return DiagCheck(
+                id + ".registration", title, .fail, "searching for a network",
+                hint: "check the antennas and coverage; on a fixed install try another position or an external antenna")
+        default:
+            return DiagCheck(
+                id + ".registration", title, .fail, m.registration.rawValue,
+                hint: "the modem is not registered: check the antennas, the SIM and the modem's radio (is it in low-power mode?)")
+        }
+    }
+
+    static func radio(_ m: ModemState, _ id: String) -> DiagCheck {
+        let title = "Radio technology and signal"
+        var detail = "\(m.generation.name)"
+        if let mode = m.nrMode { detail += " \(mode)" }
+        detail += " (" + m.accessTechnologies.names.joined(separator: "+") + "), \(m.bars) bar\(m.bars == 1 ? "" : "s")"
+        let sig = m.signal
+        let measures: [(String, Double?, String)] = [
+            ("rsrp", sig.rsrp, "dBm"), ("rsrq", sig.rsrq, "dB"), ("sinr", sig.sinr, "dB"), ("rscp", sig.rscp, "dBm"),
+            ("rssi", sig.rssi, "dBm"),
+        ]
+        let shown = measures.compactMap { name, v, unit in v.map { "\(name) \(fmt($0)) \(unit)" } }
+        if !shown.isEmpty { detail += ", " + shown.joined(separator: ", ") }
+        switch m.bars {
+        case 0:
+            return DiagCheck(id + ".radio", title, .fail, detail, hint: "no usable signal: check the antenna connections")
+        case 1:
+            return DiagCheck(
+                id + ".radio", title, .warn, detail,
+                hint: "poor signal: move the gateway or its antennas, or fit an external antenna")
+        default:
+            return DiagCheck(id + ".radio", title, .ok, detail)
+        }
+    }
+
+    static func data(_ m: ModemState, _ id: String, _ f: DiagFacts) -> DiagCheck {
+        let title = "Data attached, WWAN interface up with an address"
+        var parts: [String] = []
+        if let ps = m.packetService {
+            parts.append("packet service \(ps.rawValue)")
+            if ps != .attached {
+                return DiagCheck(
+                    id + ".data", title, .fail, parts.joined(separator: ", "),
+                    hint: "not attached for data: check the APN and the data plan")
+            }
+        }
+        guard let name = m.interface else {
+            return DiagCheck(
+                id + ".data", title, .warn, (parts + ["network interface unknown"]).joined(separator: ", "),
+                hint: "name it in the config: modems.ports[].interface")
+        }
+        guard let netdev = f.interfaces[name] else {
+            return DiagCheck(
+                id + ".data", title, .fail, (parts + ["\(name) does not exist"]).joined(separator: ", "),
+                hint: "the modem's network interface is missing: check the driver (qmi_wwan, cdc_mbim, mhi_net)")
+        }
+        if !netdev.up {
+            return DiagCheck(
+                id + ".data", title, .fail, (parts + ["\(name) is down"]).joined(separator: ", "),
+                hint: "bring the data connection up (qmicli --wds-start-network / mbimcli --connect), then `ip link set \(name) up`")
+        }
+        if netdev.addresses.isEmpty {
+            return DiagCheck(
+                id + ".data", title, .fail, (parts + ["\(name) is up without an address"]).joined(separator: ", "),
+                hint: "run DHCP on \(name) or set the address the modem gave (raw-IP modems need `qmi_wwan` raw_ip mode)")
+        }
+        parts.append("\(name) up, " + netdev.addresses.joined(separator: ", "))
+        return DiagCheck(id + ".data", title, .ok, parts.joined(separator: ", "))
+    }
+
+    // MARK: WiFi
+
+    static func wifi(_ f: DiagFacts, showIdentifiers: Bool) -> [DiagCheck] {
+        let s = f.snapshot
+        let stations = s.wifi.filter { $0.mode == .station }
+        guard s.wifiSource.available || !s.wifi.isEmpty else {
+            return [DiagCheck("wifi", "WiFi uplink associated", .skip, s.wifiSource.reason ?? "WiFi not available")]
+        }
+        guard !stations.isEmpty else {
+            return [DiagCheck("wifi", "WiFi uplink associated", .skip, "no WiFi station interface")]
+        }
+        return stations.map { w in
+            let id = "wifi[\(w.interface)]"
+            let title = "WiFi uplink \(w.interface) associated"
+            guard w.associated else {
+                return DiagCheck(
+                    id, title, .fail, "not associated",
+                    hint: "check the SSID and passphrase (wpa_supplicant) and that the access point is in range")
+            }
+            var detail = "to \"\(w.ssid ?? "?")\""
+            if let b = w.bssid { detail += " (\(showIdentifiers ? b : Redact.bssid(b)))" }
+            if let ch = w.channel, let band = w.band { detail += ", channel \(ch) \(band.rawValue)" }
+            if let sig = w.barSignalDBm { detail += ", \(sig) dBm" }
+            detail += ", \(w.bars) bar\(w.bars == 1 ? "" : "s")"
+            if w.bars <= 1 {
+                return DiagCheck(id, title, .warn, detail, hint: "weak signal: move the gateway or the access point closer")
+            }
+            return DiagCheck(id, title, .ok, detail)
+        }
+    }
+
+    // MARK: Route, gateway, DNS, probe
+
+    static func route(_ f: DiagFacts) -> [DiagCheck] {
+        let s = f.snapshot
+        var out: [DiagCheck] = []
+        let title = "Default route"
+        if s.status == .unknown {
+            out.append(
+                DiagCheck("route.default", title, .fail, s.error ?? "the route could not be determined",
+                          hint: "the kernel's routing could not be read (netlink); run as a user allowed to open NETLINK_ROUTE"))
+            return out
+        }
+        guard let r = s.route else {
+            out.append(
+                DiagCheck("route.default", title, .fail, "no default route",
+                          hint: "no way out: check the WAN link and its DHCP/PPP, or the modem's data connection"))
+            out.append(DiagCheck("route.gateway", "Gateway answers ARP/NDP", .skip, "no default route"))
+            return out
+        }
+        let via = r.link.map { "via \($0.name)" } ?? "without an interface"
+        let gw = r.gateway.map { " gateway \($0)" } ?? " (on-link)"
+        if s.reachable {
+            out.append(DiagCheck("route.default", title, .ok, "\(via)\(gw), \(s.medium.rawValue), \(r.family.rawValue)"))
+        } else if let l = r.link, !l.adminUp {
+            out.append(DiagCheck("route.default", title, .fail, "\(l.name) is down", hint: "`ip link set \(l.name) up`"))
+        } else if let l = r.link, !l.carrier {
+            out.append(
+                DiagCheck("route.default", title, .fail, "\(l.name) has no carrier",
+                          hint: "check the cable or the radio link of \(l.name)"))
+        } else {
+            out.append(
+                DiagCheck("route.default", title, .fail, SnapshotText.headline(s),
+                          hint: "the route exists but is not usable"))
+        }
+        guard r.gateway != nil else {
+            out.append(DiagCheck("route.gateway", "Gateway answers ARP/NDP", .skip, "no gateway (on-link or point-to-point)"))
+            return out
+        }
+        let gtitle = "Gateway \(r.gateway!) answers ARP/NDP"
+        switch f.gatewayNeighbour {
+        case nil:
+            out.append(DiagCheck("route.gateway", gtitle, .skip, "not asked"))
+        case let .failure(e)?:
+            out.append(DiagCheck("route.gateway", gtitle, .warn, "neighbour table not readable: \(e)", hint: "run as root"))
+        case .success(nil)?:
+            out.append(
+                DiagCheck("route.gateway", gtitle, .warn, "no neighbour entry (no traffic to the gateway yet)",
+                          hint: "send something (e.g. a probe) and run diag again; a gateway that never gets an entry is unreachable"))
+        case let .success(n?)?:
+            if n.isFailed {
+                out.append(
+                    DiagCheck("route.gateway", gtitle, .fail, "neighbour state \(n)",
+                              hint: "the gateway does not answer ARP/NDP: check the cable, VLAN and the gateway itself"))
+            } else if n.isUsable {
+                out.append(DiagCheck("route.gateway", gtitle, .ok, "neighbour state \(n)" + (n.linkAddress.map { " (\(Redact.mac($0)))" } ?? "")))
+            } else {
+                out.append(DiagCheck("route.gateway", gtitle, .warn, "neighbour state \(n)", hint: "the gateway has not been confirmed yet"))
+            }
+        }
+        return out
+    }
+
+    static func dns(_ f: DiagFacts) -> DiagCheck {
+        let title = "DNS servers configured"
+        if let e = f.dnsError, f.dnsServers.isEmpty {
+            return DiagCheck("dns", title, .fail, e, hint: "write nameserver lines to /etc/resolv.conf (or configure systemd-resolved)")
+        }
+        if f.dnsServers.isEmpty {
+            return DiagCheck("dns", title, .fail, "no nameserver in " + f.dnsSources.joined(separator: ", "),
+                             hint: "no DNS: names will not resolve; set nameservers via DHCP or /etc/resolv.conf")
+        }
+        return DiagCheck("dns", title, .ok, f.dnsServers.joined(separator: ", ") + " (" + f.dnsSources.joined(separator: ", ") + ")")
+    }
+
+    static func probe(_ f: DiagFacts) -> DiagCheck {
+        guard let (p, result) = f.probe else {
+            return DiagCheck("probe", "Active probe", .skip, "not configured (the agent never phones home by default)")
+        }
+        let title = "Active probe: \(p.kind.rawValue) \(p.host):\(p.port)"
+        if result.ok { return DiagCheck("probe", title, .ok, result.detail) }
+        return DiagCheck("probe", title, .fail, result.detail,
+                         hint: "the route exists but the endpoint does not answer: a firewall, a captive portal or an outage upstream")
+    }
+
+    static func fmt(_ d: Double) -> String { d.rounded() == d ? String(Int(d)) : String(d) }
+}
+
+/// Masking of identifiers for output that may leave the device.
+public enum Redact {
+    /// "aa:bb:cc:xx:xx:xx": the vendor part stays (useful for support), the device part goes.
+    public static func bssid(_ b: String) -> String { mac(b) }
+
+    public static func mac(_ m: String) -> String {
+        let parts = m.split(separator: ":")
+        guard parts.count == 6 else { return "redacted" }
+        return parts.prefix(3).joined(separator: ":") + ":xx:xx:xx"
+    }
+
+    /// A report or status object with BSSIDs masked and any `identifiers` member removed.
+    public static func json(_ v: JSON) -> JSON {
+        switch v {
+        case let .object(members):
+            return .object(
+                members.compactMap { k, value in
+                    if k == "identifiers" { return nil }
+                    if k == "bssid", let s = value.stringValue { return (k, .string(bssid(s))) }
+                    return (k, json(value))
+                })
+        case let .array(items):
+            return .array(items.map(json))
+        default:
+            return v
+        }
+    }
+}

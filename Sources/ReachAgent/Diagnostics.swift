@@ -1,0 +1,163 @@
+// `reach diag`: gathers the facts (status, interfaces, the gateway's neighbour entry, DNS servers, the optional probe)
+// and hands them to DiagChecks. Bounded in time: the status read is bounded by the modem timeout, the probe by its own.
+
+import CMBIM
+import CNLRoute
+import CQMI
+import GatewayReach
+import Glibc
+
+public struct DiagReport: Sendable {
+    public var facts: DiagFacts
+    public var checks: [DiagCheck]
+    public var verdict: Verdict
+
+    public func json(showIdentifiers: Bool) -> JSON {
+        var snapshot = facts.snapshot.json(showIdentifiers: showIdentifiers)
+        if !showIdentifiers { snapshot = Redact.json(snapshot) }
+        return .object([
+            ("schema", .int(1)),
+            ("time", .string(facts.snapshot.time.rfc3339)),
+            ("verdict", .string(verdict.rawValue)),
+            ("exit_code", .int(Int(verdict.exitCode))),
+            ("checks", .array(checks.map(\.json))),
+            ("snapshot", snapshot),
+        ])
+    }
+
+    /// The human form: one line per check, a hint under each failure or warning, and the verdict last.
+    public func text() -> String {
+        var lines: [String] = []
+        for c in checks {
+            let tag: String
+            switch c.status {
+            case .ok: tag = "[ ok ]"
+            case .warn: tag = "[warn]"
+            case .fail: tag = "[FAIL]"
+            case .skip: tag = "[skip]"
+            }
+            lines.append("\(tag) \(c.title): \(c.detail)")
+            if c.status == .fail || c.status == .warn, let h = c.hint { lines.append("       hint: \(h)") }
+        }
+        lines.append(DiagChecks.verdictLine(verdict, checks, facts.snapshot))
+        return lines.joined(separator: "\n")
+    }
+}
+
+public enum Diagnostics {
+    public static func run(config: AgentConfig, showIdentifiers: Bool) async -> DiagReport {
+        let request = StatusRequest(
+            target: .defaultRoute,
+            modems: config.modems.ports.isEmpty
+                ? nil : config.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) },
+            readModems: config.modems.enabled,
+            wifiInterface: config.wifi.interfaces.count == 1 ? config.wifi.interfaces[0] : nil,
+            readWiFi: config.wifi.enabled,
+            modemOptions: ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds)),
+            interfaceOverrides: config.interfaceKinds)
+        let probe = config.probe
+        async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
+        let snapshot = await GatewayReach.status(request)
+        var facts = DiagFacts(snapshot: snapshot)
+        facts.interfaces = interfaceFacts()
+        if let r = snapshot.route, let gw = r.gateway.flatMap(IPAddress.init), let link = r.link {
+            do {
+                facts.gatewayNeighbour = .success(try RouteResolver.neighbour(of: gw, ifindex: link.index))
+            } catch {
+                facts.gatewayNeighbour = .failure(error)
+            }
+        }
+        let dns = ResolvConf.servers()
+        facts.dnsServers = dns.servers
+        facts.dnsSources = dns.sources
+        facts.dnsError = dns.error
+        if let p = config.probe, let r = await probeResult { facts.probe = (p, r) }
+        let checks = DiagChecks.evaluate(facts, showIdentifiers: showIdentifiers)
+        return DiagReport(facts: facts, checks: checks, verdict: DiagChecks.verdict(checks))
+    }
+
+    /// Every interface with its flags and addresses. The corresponding C function is `getifaddrs`.
+    public static func interfaceFacts() -> [String: InterfaceFacts] {
+        var out: [String: InterfaceFacts] = [:]
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0 else { return out }
+        defer { freeifaddrs(list) }
+        var p = list
+        while let ifa = p {
+            let name = String(cString: ifa.pointee.ifa_name)
+            let flags = ifa.pointee.ifa_flags
+            var f = out[name] ?? InterfaceFacts(
+                up: flags & UInt32(IFF_UP.rawValue) != 0, running: flags & UInt32(IFF_RUNNING.rawValue) != 0, addresses: [])
+            if let sa = ifa.pointee.ifa_addr {
+                var address: IPAddress?
+                switch Int32(sa.pointee.sa_family) {
+                case AF_INET:
+                    let sin = UnsafeRawPointer(sa).loadUnaligned(as: sockaddr_in.self)
+                    address = withUnsafeBytes(of: sin.sin_addr) { IPAddress(bytes: Array($0)) }
+                case AF_INET6:
+                    let sin6 = UnsafeRawPointer(sa).loadUnaligned(as: sockaddr_in6.self)
+                    address = withUnsafeBytes(of: sin6.sin6_addr) { IPAddress(bytes: Array($0)) }
+                default: break
+                }
+                if let address { f.addresses.append(address.description) }
+            }
+            out[name] = f
+            p = ifa.pointee.ifa_next
+        }
+        return out
+    }
+
+    /// reach, the kernel, and the C libraries: libqmi/libmbim as built against, libnl as loaded.
+    public static func versions() -> [(String, String)] {
+        var u = utsname()
+        uname(&u)
+        let release = withUnsafeBytes(of: u.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let machine = withUnsafeBytes(of: u.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return [
+            ("reach", GatewayReachVersion.string),
+            ("kernel", "\(release) \(machine)"),
+            ("libqmi-glib", "\(QMI_MAJOR_VERSION).\(QMI_MINOR_VERSION).\(QMI_MICRO_VERSION) (built against)"),
+            ("libmbim-glib", "\(MBIM_MAJOR_VERSION).\(MBIM_MINOR_VERSION).\(MBIM_MICRO_VERSION) (built against)"),
+            ("libnl", "\(nl_ver_maj).\(nl_ver_min).\(nl_ver_mic) (loaded)"),
+        ]
+    }
+}
+
+/// DNS servers from resolv.conf(5), and from systemd-resolved's upstream file when resolv.conf only points at its
+/// local stub.
+public enum ResolvConf {
+    /// The `nameserver` addresses of a resolv.conf text, in order (comments and other options ignored).
+    public static func parse(_ text: String) -> [String] {
+        text.split(whereSeparator: \.isNewline).compactMap { raw in
+            let line = raw.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: { $0 == "#" || $0 == ";" }).first ?? ""
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver" else { return nil }
+            return String(words[1])
+        }
+    }
+
+    public static func servers(
+        main: String = "/etc/resolv.conf", resolved: String = "/run/systemd/resolve/resolv.conf"
+    ) -> (servers: [String], sources: [String], error: String?) {
+        var sources: [String] = []
+        var servers: [String] = []
+        var error: String?
+        switch readTextFile(main, limit: 1 << 20) {
+        case let .success(t):
+            sources.append(main)
+            servers = parse(t)
+        case let .failure(e):
+            error = "cannot read \(main): \(e)"
+        }
+        let onlyStub = !servers.isEmpty && servers.allSatisfy { $0.hasPrefix("127.0.0.5") }
+        if servers.isEmpty || onlyStub, case let .success(t) = readTextFile(resolved, limit: 1 << 20) {
+            sources.append(resolved)
+            let upstream = parse(t)
+            if !upstream.isEmpty {
+                servers = (onlyStub ? servers.map { "\($0) (systemd-resolved)" } : []) + upstream
+                error = nil
+            }
+        }
+        return (servers, sources, error)
+    }
+}
