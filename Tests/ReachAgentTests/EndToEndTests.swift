@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReachAgent
 import ReachCore
 import Testing
@@ -246,5 +247,42 @@ import Testing
         #expect(log.contains("Configuration reload refused; keeping the running configuration"))
         #expect(log.contains("report.interval_seconds"))
         #expect(agent.lines.last?["event"]?["type"] == .string("stop"))
+    }
+
+    @Test func watchPrintsTheStatusThenOneLinePerChange() throws {
+        guard requirement(Self.isRoot, "root (network namespaces)") else { return }
+        let ns = Namespace()
+        try ns.create()
+        defer { ns.delete() }
+        let dir = try makeTempDir("reach-watch")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#.write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        p.arguments = ["netns", "exec", ns.name, reachBinary(), "watch", "--json", "--hold-down", "0.2", "--config", dir + "/c.json"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let text = Mutex<String>("")
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            text.withLock { $0 += String(decoding: d, as: UTF8.self) }
+        }
+        func lines() -> [JSON] {
+            text.withLock { $0.split(separator: "\n").compactMap { try? JSON.parse(String($0)) } }
+        }
+        #expect(Self.waitFor("start") { lines().count == 1 })
+        try ns.ip("route del default")
+        #expect(Self.waitFor("change") { lines().count == 2 })
+        try ns.ip("route add default via 192.0.2.1 dev veth0")
+        #expect(Self.waitFor("back") { lines().count == 3 })
+        kill(p.processIdentifier, SIGINT)
+        p.waitUntilExit()
+        out.fileHandleForReading.readabilityHandler = nil
+        #expect(p.terminationStatus == 0)
+        let l = lines()
+        #expect(l.map { $0["event"]?["type"]?.stringValue ?? "?" } == ["start", "change", "change"])
+        #expect(l[1]["reachable"] == .bool(false) && l[2]["reachable"] == .bool(true))
     }
 }
