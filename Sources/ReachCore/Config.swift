@@ -149,7 +149,7 @@ extension AgentConfig {
             }
             o.optionalObject("report") { rep in
                 rep.string("path", nonEmpty: true) { c.report.path = $0 }
-                rep.number("interval_seconds", in: 0.01...86_400, unit: "seconds") { c.report.intervalSeconds = $0 }
+                rep.number("interval_seconds", in: 0.001...86_400, unit: "seconds") { c.report.intervalSeconds = $0 }
                 rep.integer("rotate_bytes", in: 4096...(1 << 40)) { c.report.rotateBytes = $0 }
                 rep.integer("rotate_keep", in: 0...100) { c.report.rotateKeep = $0 }
             }
