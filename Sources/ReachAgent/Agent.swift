@@ -80,9 +80,7 @@ public struct AgentAssembly {
         var wifiSource: (any WiFiSource)?
         if config.wifi.enabled {
             wifiSource =
-                wifi
-                ?? PollingWiFiSource(
-                    interfaces: config.wifi.interfaces, interval: .seconds(config.wifi.pollIntervalSeconds), clock: clock)
+                wifi ?? NL80211WiFiSource(interfaces: config.wifi.interfaces, pollInterval: .seconds(config.wifi.pollIntervalSeconds))
         }
 
         var expecting: Set<String> = ["route"]

@@ -105,48 +105,34 @@ public struct PollingModemSource: ModemSource {
     }
 }
 
-/// A WiFi source that reads with `WiFiReader` at an interval and reports when the state changed (the fallback when
-/// nl80211 events are unavailable, and what runs until the event-driven monitor is wired in).
-public struct PollingWiFiSource: WiFiSource {
+/// nl80211 events and CQM thresholds through `WiFiMonitor` (ReachWiFi); it polls only as its fallback.
+public struct NL80211WiFiSource: WiFiSource {
     public var interfaces: [String]
-    public var interval: Duration
-    public var clock: any AgentClock
+    public var pollInterval: Duration
 
-    public init(interfaces: [String], interval: Duration, clock: any AgentClock) {
+    public init(interfaces: [String], pollInterval: Duration) {
         self.interfaces = interfaces
-        self.interval = interval
-        self.clock = clock
+        self.pollInterval = pollInterval
     }
 
     public var name: String { interfaces.isEmpty ? "all" : interfaces.joined(separator: ",") }
 
     public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> {
-        let (interfaces, interval, clock) = (self.interfaces, self.interval, self.clock)
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let task = Task {
-                var last: (SourceHealth, [WiFiLink])?
-                while !Task.isCancelled {
-                    let started = clock.now()
-                    var now: (SourceHealth, [WiFiLink])
-                    if interfaces.isEmpty {
-                        now = await WiFiReader.read(interface: nil)
-                    } else {
-                        now = (.ok, [])
-                        for name in interfaces {
-                            let (health, links) = await WiFiReader.read(interface: name)
-                            if !health.available { now.0 = health }
-                            now.1.append(contentsOf: links)
-                        }
-                    }
-                    if last == nil || last!.0 != now.0 || last!.1 != now.1 {
-                        continuation.yield(now)
-                        last = now
-                    }
-                    do { try await clock.sleep(until: started + interval) } catch { break }
-                }
-                continuation.finish()
+        let wanted = Set(interfaces)
+        let monitor = WiFiMonitor(
+            options: WiFiMonitor.Options(interface: interfaces.count == 1 ? interfaces[0] : nil, pollInterval: pollInterval))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: (SourceHealth, [WiFiLink]).self, bufferingPolicy: .bufferingNewest(1))
+        // As with the route monitor: the forwarding task ends when the monitor's stream finishes; stopping the monitor
+        // is what ends it, never a cancellation of the task that consumes the monitor's stream.
+        Task {
+            for await u in monitor.updates {
+                let links = wanted.count > 1 ? u.links.filter { wanted.contains($0.interface) } : u.links
+                continuation.yield((u.health, links))
             }
-            continuation.onTermination = { _ in task.cancel() }
+            continuation.finish()
         }
+        continuation.onTermination = { _ in monitor.stop() }
+        return stream
     }
 }
