@@ -119,8 +119,12 @@ public struct NL80211WiFiSource: WiFiSource {
 
     public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> {
         let wanted = Set(interfaces)
+        // The configured poll is also the retry while nl80211 cannot be reached at all (no cfg80211 on this kernel):
+        // an idle box without WiFi should not open netlink sockets every few seconds.
         let monitor = WiFiMonitor(
-            options: WiFiMonitor.Options(interface: interfaces.count == 1 ? interfaces[0] : nil, pollInterval: pollInterval))
+            options: WiFiMonitor.Options(
+                interface: interfaces.count == 1 ? interfaces[0] : nil, pollInterval: pollInterval,
+                fallbackPollInterval: pollInterval))
         let (stream, continuation) = AsyncStream.makeStream(
             of: (SourceHealth, [WiFiLink]).self, bufferingPolicy: .bufferingNewest(1))
         // As with the route monitor: the forwarding task ends when the monitor's stream finishes; stopping the monitor
