@@ -173,3 +173,57 @@ func writeFile(_ path: String, _ text: String) throws {
     let bytes = Array(text.utf8)
     guard write(fd, bytes, bytes.count) == bytes.count else { throw SystemError("write", errno: errno) }
 }
+
+@Suite struct WatchTextTests {
+    @Test func changeLineNamesFieldsBarsAndReason() throws {
+        var d = ChangeDetector(policy: .immediate)
+        var s = Snapshot(time: Timestamp(seconds: 1_795_305_600), target: .defaultRoute)
+        s.route = Routes.via("wlan1", kind: .wifi)
+        var w = WiFiLink(interface: "wlan1", mode: .station, associated: true)
+        w.signalDBm = -60
+        s.wifi = [w]
+        s.derive()
+        _ = d.observe(s, at: .zero)
+        var t = s
+        t.route = Routes.via("wlan1", kind: .wifi, carrier: false)
+        t.wifi[0].associated = false
+        t.derive()
+        let event = d.observe(t, at: .seconds(1))
+        let e = try #require(event)
+        let line = WatchText.line(.change, t, e)
+        #expect(line.hasPrefix("2026-11-22T00:00:00.000Z  not reachable: wlan1 has no carrier"))
+        #expect(line.contains("[status, medium, reachable, bars wlan1 3→0]"))
+        #expect(line.contains("route via wlan1 lost carrier"))
+        #expect(WatchText.line(.start, s, nil).contains("reachable over wifi via wlan1"))
+    }
+}
+
+@Suite struct MultiTargetTests {
+    /// Two targets: each has its own snapshot, detector and lines; a route change reaches both.
+    @Test func eachTargetGetsItsOwnLines() async throws {
+        let clock = ManualClock()
+        let route = FakeRouteSource()
+        let lines = LineCollector()
+        var config = AgentConfig()
+        config.targets = [.defaultRoute, .address("192.0.2.10")]
+        config.modems.enabled = false
+        config.wifi.enabled = false
+        config.changes.holdDownSeconds = 0
+        let agent = AgentAssembly(
+            config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+            wall: wallClock(clock), route: route, modems: [], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            route.set(Routes.via("eth0", kind: .ethernet))
+            #expect(await eventually { lines.of(.start).count == 2 })
+            route.set(nil)
+            #expect(await eventually { lines.of(.change).count == 2 })
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        let kinds = lines.of(.change).compactMap { $0["target"]?["kind"]?.stringValue }
+        #expect(Set(kinds) == ["default", "address"])
+        #expect(lines.of(.stop).count == 2)
+    }
+}
