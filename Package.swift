@@ -32,9 +32,12 @@ let package = Package(
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
         // Adapters: one per source; each returns ReachCore values.
-        .target(name: "ReachGLib", dependencies: ["CGLibShims"]),
+        .target(
+            name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ReachRoutes", dependencies: ["ReachCore", "CNetlinkShims"]),
-        .target(name: "ReachModem", dependencies: ["ReachCore", "ReachGLib", "CGLibShims"]),
+        .target(
+            name: "ReachModem",
+            dependencies: ["ReachCore", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
 
         // The embeddable API.
@@ -59,5 +62,6 @@ let package = Package(
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(name: "ReachModemTests", dependencies: ["ReachModem", "ReachGLib", "ReachCore"]),
     ]
 )
