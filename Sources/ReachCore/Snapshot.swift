@@ -138,6 +138,9 @@ public struct Snapshot: Sendable, Equatable {
     public var wifi: [WiFiLink]
     public var wwanSource: SourceHealth
     public var wifiSource: SourceHealth
+    /// For the default target: whether an IPv4 / IPv6 default route is usable (NWPath's supportsIPv4/IPv6).
+    public var supportsIPv4: Bool?
+    public var supportsIPv6: Bool?
     /// Set when the route itself could not be determined (netlink failure); the status is then unknown.
     public var error: String?
 
@@ -155,7 +158,12 @@ public struct Snapshot: Sendable, Equatable {
         self.wifiSource = .ok
     }
 
-    public var reachable: Bool { flags.isReachable }
+    /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
+    /// Reachability sample, `localWiFiStatusForFlags`: reachable *and* direct), since 169.254/16 behind a gateway is
+    /// never forwarded.
+    public var reachable: Bool {
+        flags.isReachable && (target != .linkLocal || flags.contains(.isDirect))
+    }
 
     /// Fills flags, status, medium and WWAN status from the route, the modems and the target.
     ///
@@ -167,8 +175,14 @@ public struct Snapshot: Sendable, Equatable {
         let carrier = wwan.first(where: { $0.interface != nil && $0.interface == egress })
         let locked = carrier.map { $0.sim.needsIntervention } ?? (route == nil && wwan.contains { $0.sim.needsIntervention })
         flags = ReachabilityFlags.derive(from: route, interventionRequired: locked)
-        status = error != nil && route == nil ? .unknown : ReachabilityStatus(flags: flags, allowWWAN: target.allowsWWAN)
-        medium = Medium(route: route, flags: flags)
+        if error != nil && route == nil {
+            status = .unknown
+        } else if target == .linkLocal && !flags.contains(.isDirect) {
+            status = .none
+        } else {
+            status = ReachabilityStatus(flags: flags, allowWWAN: target.allowsWWAN)
+        }
+        medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
     }
 }
@@ -198,6 +212,8 @@ extension Snapshot {
             ("wifi", .array(wifi.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
+        if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
+        if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
         return .object(members)
     }

@@ -1,0 +1,117 @@
+// The human form of a snapshot: one glance at status, medium, WWAN generation, bars, interface and gateway.
+// Pure string building, like iwinfo's format_* helpers, so `status`, `watch` and `diag` print alike.
+
+public enum SnapshotText {
+    /// "▂▄▆█" with unfilled bars as "_": four cells, the first `bars` filled.
+    public static func barGlyphs(_ bars: Int) -> String {
+        let full: [Character] = ["▂", "▄", "▆", "█"]
+        return String((0..<4).map { $0 < bars ? full[$0] : "_" })
+    }
+
+    /// The headline: "reachable over ethernet via eth0 (gateway 192.0.2.1)" or "not reachable: …".
+    public static func headline(_ s: Snapshot) -> String {
+        if s.status == .unknown { return "unknown: \(s.error ?? "the route could not be determined")" }
+        guard s.reachable else {
+            return "not reachable: " + notReachableReason(s)
+        }
+        var line = "reachable over \(s.medium.rawValue)"
+        if let r = s.route, let link = r.link {
+            if s.flags.contains(.isLocalAddress) {
+                line = "reachable: \(s.target.value) is this host's own address"
+            } else {
+                line += " via \(link.name)"
+                line += r.gateway.map { " (gateway \($0))" } ?? " (on-link)"
+            }
+        }
+        return line
+    }
+
+    static func notReachableReason(_ s: Snapshot) -> String {
+        if let e = s.resolutionError { return e }
+        if let e = s.error { return e }
+        if s.flags.contains(.interventionRequired) { return "a SIM needs its PIN/PUK (intervention required)" }
+        guard let r = s.route else {
+            return s.target == .defaultRoute ? "no default route" : "no route to \(s.target.value)"
+        }
+        switch r.type {
+        case .unreachable, .blackhole, .prohibit, .throw:
+            return "the route to \(s.target.value) is \(r.typeName)"
+        default: break
+        }
+        if let link = r.link {
+            if !link.adminUp { return "\(link.name) is down" }
+            if !link.carrier { return "\(link.name) has no carrier (connection required)" }
+        }
+        if s.target == .linkLocal { return "no on-link 169.254.0.0/16 network" }
+        return "route via \(r.link?.name ?? "?") is not usable"
+    }
+
+    /// The whole text: headline, a status line, then one line per modem and WiFi interface.
+    public static func render(_ s: Snapshot) -> String {
+        var lines = [headline(s)]
+        var status = "  status \(s.status.rawValue) · medium \(s.medium.rawValue) · wwan \(s.wwanStatus.name)"
+        if let r = s.route {
+            status += " · \(r.family.rawValue)"
+            if let src = r.source { status += " src \(src)" }
+        }
+        lines.append(status)
+        if !s.flags.isEmpty { lines.append("  flags: " + s.flags.names.joined(separator: ", ")) }
+        if case .host = s.target, !s.resolvedAddresses.isEmpty {
+            lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
+        }
+        for m in s.wwan { lines.append("  " + modemLine(m)) }
+        if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
+            lines.append("  WWAN unavailable: \(reason)")
+        }
+        for w in s.wifi { lines.append("  " + wifiLine(w)) }
+        if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != "not asked" {
+            lines.append("  WiFi unavailable: \(reason)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public static func modemLine(_ m: ModemState) -> String {
+        var parts = ["WWAN \(m.device) \(m.protocol.rawValue)"]
+        if let i = m.interface { parts.append(i) }
+        if !m.present {
+            parts.append("absent")
+        } else {
+            var gen = m.generation == .none ? "no service" : m.generation.name.uppercased()
+            if let mode = m.nrMode { gen += " " + mode.uppercased() }
+            parts.append(gen)
+            if !m.accessTechnologies.isEmpty { parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + ")") }
+            parts.append("\(barGlyphs(m.bars)) \(m.bars)/4")
+            parts.append(m.registration.rawValue)
+            if let name = m.operatorName ?? m.plmn?.description {
+                parts.append(name + (m.operatorName != nil && m.plmn != nil ? " (\(m.plmn!.mcc)/\(m.plmn!.mnc))" : ""))
+            }
+            if let rsrp = m.signal.rsrp {
+                parts.append("rsrp \(JSON.format(rsrp)) dBm")
+            } else if let rssi = m.signal.rssi {
+                parts.append("rssi \(JSON.format(rssi)) dBm")
+            }
+            if m.sim != .ready && m.sim != .unknown { parts.append("SIM \(m.sim.rawValue)") }
+        }
+        if let e = m.error { parts.append("error: \(e)") }
+        return parts.joined(separator: "  ")
+    }
+
+    public static func wifiLine(_ w: WiFiLink) -> String {
+        var parts = ["WiFi \(w.interface) \(w.mode.rawValue)"]
+        if w.mode == .station {
+            if w.associated {
+                parts.append((w.ssid ?? "?") + (w.bssid.map { " (\($0))" } ?? ""))
+                if let ch = w.channel, let band = w.band { parts.append("ch \(ch) \(band.rawValue)") }
+                if let sig = w.barSignalDBm { parts.append("\(sig) dBm \(barGlyphs(w.bars)) \(w.bars)/4") }
+                if let tx = w.txBitrateMbps { parts.append("tx \(JSON.format(tx)) Mbit/s") }
+            } else {
+                parts.append("not associated")
+            }
+        } else if w.mode == .ap {
+            if let ssid = w.ssid { parts.append(ssid) }
+            if let n = w.clients { parts.append("\(n) client\(n == 1 ? "" : "s")") }
+        }
+        if let e = w.error { parts.append("error: \(e)") }
+        return parts.joined(separator: "  ")
+    }
+}

@@ -1,2 +1,0 @@
-// ReachRoutes: see DESIGN in README; filled by its issue.
-public enum ReachRoutesNamespace {}

@@ -1,0 +1,207 @@
+// Kernel notices of link, address and route changes (rtnetlink multicast), as an AsyncStream.
+//
+// Events are hints: a consumer re-reads what it needs (RouteResolver) rather than patching state from messages.
+// Habits from netifd's system-linux.c: sequence checks off for the event socket, a large receive buffer, and on an
+// overrun (ENOBUFS, events lost) a `.resync` event so the consumer re-reads everything instead of trusting stale
+// state; the buffer is doubled for next time.
+
+import CNetlinkShims
+import Glibc
+import ReachCore
+import Synchronization
+
+public enum RouteEvent: Sendable, Equatable {
+    public enum Change: String, Sendable { case new, deleted }
+
+    /// A link appeared, changed (admin state, carrier, name) or went away.
+    case link(Change, index: Int)
+    /// An address was added or removed.
+    case address(Change, AddressFamily, index: Int)
+    /// A route was added or removed.
+    case route(Change, AddressFamily)
+    /// Notices were lost (socket overrun, or the consumer fell behind): re-read everything.
+    case resync
+}
+
+/// Listens to RTNLGRP_LINK, IPV4/IPV6_IFADDR and IPV4/IPV6_ROUTE on a thread of its own.
+public final class RouteMonitor: Sendable {
+    public let events: AsyncStream<RouteEvent>
+    private let worker: Worker
+
+    /// - Parameter bufferBytes: the socket's receive buffer; doubled (up to 16 MiB) after each overrun.
+    public init(bufferBytes: Int = 1 << 20) throws(NetlinkError) {
+        let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
+        events = stream
+        worker = try Worker(continuation: continuation, bufferBytes: bufferBytes)
+        continuation.onTermination = { [worker] _ in worker.stop() }
+        try worker.start()
+    }
+
+    /// Stops listening and finishes the stream. Also happens when the stream's consumer goes away.
+    public func stop() { worker.stop() }
+
+    deinit { worker.stop() }
+}
+
+/// The socket and its thread. Only the thread touches the socket after `start`; `stop` only writes to a self-pipe.
+private final class Worker: @unchecked Sendable {
+    let sk: OpaquePointer
+    /// A self-pipe: `stop` writes a byte, the thread's poll wakes and returns.
+    let wakeRead: Int32
+    let wakeWrite: Int32
+    let continuation: AsyncStream<RouteEvent>.Continuation
+    var bufferBytes: Int
+    /// Set when a yield was dropped because the consumer is behind: the next event is a resync.
+    var lost = false
+    let state = Mutex<(started: Bool, stopped: Bool, thread: pthread_t?)>((false, false, nil))
+
+    init(continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int) throws(NetlinkError) {
+        guard let sk = nl_socket_alloc() else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_alloc") }
+        nl_socket_disable_seq_check(sk)
+        var r = nl_connect(sk, NETLINK_ROUTE)
+        if r < 0 {
+            nl_socket_free(sk)
+            throw NetlinkError(.library(-r), call: "nl_connect(NETLINK_ROUTE)")
+        }
+        let groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE]
+        for g in groups {
+            r = nl_socket_add_membership(sk, Int32(g.rawValue))
+            if r < 0 {
+                nl_socket_free(sk)
+                throw NetlinkError(.library(-r), call: "nl_socket_add_membership(\(g.rawValue))")
+            }
+        }
+        _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
+        _ = nl_socket_set_nonblocking(sk)
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else {
+            nl_socket_free(sk)
+            throw NetlinkError(.kernel(errno), call: "pipe")
+        }
+        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        self.sk = sk
+        self.wakeRead = pipeFDs[0]
+        self.wakeWrite = pipeFDs[1]
+        self.continuation = continuation
+        self.bufferBytes = bufferBytes
+    }
+
+    deinit {
+        nl_socket_free(sk)
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    func start() throws(NetlinkError) {
+        var thread = pthread_t()
+        let arg = Unmanaged.passRetained(self).toOpaque()
+        let r = pthread_create(&thread, nil, { arg in
+            let w = Unmanaged<Worker>.fromOpaque(arg!).takeRetainedValue()
+            w.run()
+            return nil
+        }, arg)
+        if r != 0 {
+            Unmanaged<Worker>.fromOpaque(arg).release()
+            throw NetlinkError(.kernel(r), call: "pthread_create")
+        }
+        state.withLock { $0 = (true, false, thread) }
+    }
+
+    func stop() {
+        let signal = state.withLock { s -> Bool in
+            if s.stopped { return false }
+            s.stopped = true
+            return s.started
+        }
+        guard signal else { return }
+        var one: UInt8 = 1
+        _ = write(wakeWrite, &one, 1)
+        if let t = state.withLock({ $0.thread }), pthread_equal(t, pthread_self()) == 0 {
+            pthread_join(t, nil)
+        }
+    }
+
+    func emit(_ e: RouteEvent) {
+        if lost {
+            if case .dropped = continuation.yield(.resync) { return }
+            lost = false
+        }
+        if case .dropped = continuation.yield(e) { lost = true }
+    }
+
+    private func run() {
+        guard let cb = nl_cb_alloc(NL_CB_DEFAULT) else {
+            continuation.finish()
+            return
+        }
+        defer {
+            nl_cb_put(cb)
+            continuation.finish()
+        }
+        let arg = Unmanaged.passUnretained(self).toOpaque()
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, monitorValid, arg)
+
+        var fds = [
+            pollfd(fd: nl_socket_get_fd(sk), events: Int16(POLLIN), revents: 0),
+            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+        ]
+        while true {
+            let n = poll(&fds, 2, -1)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if fds[1].revents != 0 { return }
+            // Drain everything that is queued. (POLLERR on a netlink socket is an overrun; the read reports it as
+            // ENOBUFS and clears it.)
+            while true {
+                let r = nl_recvmsgs(sk, cb)
+                if r >= 0 { continue }
+                if -r == NLE_AGAIN { break }
+                if -r == NLE_NOMEM || -r == NLE_MSG_OVERFLOW || -r == NLE_MSG_TRUNC {
+                    // ENOBUFS: the kernel dropped notices. Grow the buffer and tell the consumer to re-read.
+                    bufferBytes = min(bufferBytes * 2, 16 << 20)
+                    _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
+                    emit(.resync)
+                    continue
+                }
+                if -r == NLE_BAD_SOCK { return }
+                // Anything else (a malformed message): skip it and keep listening; say state may be stale.
+                emit(.resync)
+                break
+            }
+        }
+    }
+}
+
+private func monitorValid(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    let w = Unmanaged<Worker>.fromOpaque(arg!).takeUnretainedValue()
+    let hdr = nlmsg_hdr(msg)!
+    let len = Int(hdr.pointee.nlmsg_len)
+    let payload = UnsafeRawPointer(hdr).advanced(by: 16)  // NLMSG_HDRLEN
+    switch Int32(hdr.pointee.nlmsg_type) {
+    case Int32(RTM_NEWLINK), Int32(RTM_DELLINK):
+        guard len >= 16 + MemoryLayout<ifinfomsg>.size else { return Int32(NL_SKIP.rawValue) }
+        let ifi = payload.loadUnaligned(as: ifinfomsg.self)
+        w.emit(.link(Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWLINK) ? .new : .deleted, index: Int(ifi.ifi_index)))
+    case Int32(RTM_NEWADDR), Int32(RTM_DELADDR):
+        guard len >= 16 + MemoryLayout<ifaddrmsg>.size else { return Int32(NL_SKIP.rawValue) }
+        let ifa = payload.loadUnaligned(as: ifaddrmsg.self)
+        w.emit(
+            .address(
+                Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWADDR) ? .new : .deleted,
+                Int32(ifa.ifa_family) == AF_INET6 ? .ipv6 : .ipv4, index: Int(ifa.ifa_index)))
+    case Int32(RTM_NEWROUTE), Int32(RTM_DELROUTE):
+        guard len >= 16 + MemoryLayout<rtmsg>.size else { return Int32(NL_SKIP.rawValue) }
+        let rtm = payload.loadUnaligned(as: rtmsg.self)
+        // Only routes of the tables the lookup can use matter; the local table churns with every address.
+        if rtm.rtm_table == UInt8(RT_TABLE_LOCAL.rawValue) { return Int32(NL_OK.rawValue) }
+        w.emit(
+            .route(
+                Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) ? .new : .deleted,
+                Int32(rtm.rtm_family) == AF_INET6 ? .ipv6 : .ipv4))
+    default:
+        break
+    }
+    return Int32(NL_OK.rawValue)
+}

@@ -1,0 +1,210 @@
+// Which way does a target go? The kernel's own answer (RTM_GETROUTE, as `ip route get` asks it), plus the egress
+// link's state and kind, copied into ReachCore values.
+
+import CNetlinkShims
+import Glibc
+import ReachCore
+
+/// Asks the kernel's routing. One instance owns one netlink socket; use it from one task at a time.
+public final class RouteResolver {
+    private let socket: RouteSocket
+    private let interfaceOverrides: [String: InterfaceKind]
+    private let sysfs: SysfsLinkFacts
+
+    /// - Parameters:
+    ///   - interfaceOverrides: configured interface kinds by name (e.g. `["ppp0": .wwan]`).
+    ///   - sysfsRoot: where `class/net` lives (tests point it at a fake tree).
+    public init(interfaceOverrides: [String: InterfaceKind] = [:], sysfsRoot: String = "/sys") throws(NetlinkError) {
+        socket = try RouteSocket()
+        self.interfaceOverrides = interfaceOverrides
+        self.sysfs = SysfsLinkFacts(root: sysfsRoot)
+    }
+
+    // MARK: Address targets
+
+    /// The route to one address, as the kernel would use it for a packet this host sends (policy rules included).
+    /// Returns nil when the kernel has no route (ENETUNREACH). Unreachable, prohibit and blackhole routes come back as
+    /// a lookup of that type, so the caller can tell "no route" from "a route that refuses".
+    public func lookup(_ address: IPAddress) throws(NetlinkError) -> RouteLookup? {
+        let family = address.family == .ipv4 ? AF_INET : AF_INET6
+        guard let msg = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else {
+            throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
+        }
+        var rtm = rtmsg()
+        rtm.rtm_family = UInt8(family)
+        rtm.rtm_dst_len = UInt8(address.bytes.count * 8)
+        var appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
+        if appended == 0 {
+            appended = address.bytes.withUnsafeBytes { nla_put(msg, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }
+        }
+        if appended < 0 {
+            nlmsg_free(msg)
+            throw NetlinkError(.library(-appended), call: "RTM_GETROUTE build")
+        }
+
+        var found: ParsedRoute?
+        var parseError: Int32 = 0
+        do throws(NetlinkError) {
+            try socket.exchange(msg, call: "RTM_GETROUTE \(address)") { hdr in
+                switch ParsedRoute.parse(hdr) {
+                case let .success(r): found = r
+                case let .failure(e): parseError = e.code
+                }
+            }
+        } catch {
+            guard case let .kernel(e) = error.kind else { throw error }
+            switch e {
+            case ENETUNREACH: return nil
+            case EHOSTUNREACH: return RouteLookup(family: address.family, type: .unreachable, link: nil)
+            case EACCES: return RouteLookup(family: address.family, type: .prohibit, link: nil)
+            case EINVAL: return RouteLookup(family: address.family, type: .blackhole, link: nil)
+            default: throw error
+            }
+        }
+        if parseError != 0 { throw NetlinkError(.library(parseError), call: "rtnl_route_parse") }
+        guard let found else { throw NetlinkError(.kernel(EIO), call: "RTM_GETROUTE \(address): empty answer") }
+        return try lookupResult(found, family: address.family)
+    }
+
+    // MARK: The default route
+
+    /// The default route of a family: the unicast 0/0 (::/0) route of the main table the kernel would use — lowest
+    /// metric first, skipping dead next hops, and next hops without carrier when the interface's
+    /// `ignore_routes_with_linkdown` is set (otherwise the kernel keeps using them, and so do we: that is a
+    /// connection_required answer, not a failover). Nil when there is none.
+    public func defaultRoute(_ family: AddressFamily) throws(NetlinkError) -> RouteLookup? {
+        guard let msg = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else {
+            throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
+        }
+        var rtm = rtmsg()
+        rtm.rtm_family = UInt8(family == .ipv4 ? AF_INET : AF_INET6)
+        let appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
+        if appended < 0 {
+            nlmsg_free(msg)
+            throw NetlinkError(.library(-appended), call: "RTM_GETROUTE dump build")
+        }
+        var candidates: [ParsedRoute] = []
+        try socket.exchange(msg, call: "RTM_GETROUTE dump \(family.rawValue)") { hdr in
+            guard case let .success(r) = ParsedRoute.parse(hdr) else { return }
+            if r.dstLength == 0, r.type == Int(RTN_UNICAST), r.table == Int(RT_TABLE_MAIN.rawValue), !r.nextHops.isEmpty {
+                candidates.append(r)
+            }
+        }
+        // Stable sort by metric keeps the kernel's dump order among equals.
+        let ordered = candidates.enumerated().sorted { ($0.element.metric, $0.offset) < ($1.element.metric, $1.offset) }
+        for (_, route) in ordered {
+            for hop in route.nextHops where hop.flags & UInt32(RTNH_F_DEAD) == 0 {
+                if hop.flags & UInt32(RTNH_F_LINKDOWN) != 0 && sysfs.ignoresRoutesWithLinkdown(ifindex: hop.ifindex, family) {
+                    continue
+                }
+                var single = route
+                single.nextHops = [hop]
+                var result = try lookupResult(single, family: family)
+                // A default route rarely names a preferred source; the kernel picks the one it would use towards the
+                // gateway, which is what `ip route get` shows. Ask it the same way.
+                if result.source == nil, let gw = hop.gateway, gw.family == family {
+                    result.source = try? lookup(gw)?.source
+                }
+                return result
+            }
+        }
+        return nil
+    }
+
+    // MARK: Links
+
+    /// The state and kind of the link with this index, or nil if it is gone.
+    public func link(index: Int) throws(NetlinkError) -> LinkState? {
+        var link: OpaquePointer?
+        let r = rtnl_link_get_kernel(socket.sk, Int32(index), nil, &link)
+        if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
+        if r < 0 { throw NetlinkError(.library(-r), call: "rtnl_link_get_kernel(\(index))") }
+        guard let link else { return nil }
+        defer { rtnl_link_put(link) }
+
+        let name = rtnl_link_get_name(link).map { String(cString: $0) } ?? "if\(index)"
+        let flags = rtnl_link_get_flags(link)
+        let operState = Int32(rtnl_link_get_operstate(link))
+        var facts = sysfs.facts(name: name)
+        facts.arpType = Int(rtnl_link_get_arptype(link))
+        facts.pointToPoint = flags & UInt32(IFF_POINTOPOINT.rawValue) != 0
+        facts.loopback = flags & UInt32(IFF_LOOPBACK.rawValue) != 0
+        facts.linkKind = rtnl_link_get_type(link).map { String(cString: $0) }
+
+        // Carrier as the kernel means it for forwarding: lower layer up, and not held dormant (802.1X or a WiFi
+        // station that is not yet authorised) or down by the operational state.
+        let lowerUp = flags & UInt32(IFF_LOWER_UP.rawValue) != 0
+        let blockedOper: Set<Int32> = [
+            Int32(IF_OPER_NOTPRESENT), Int32(IF_OPER_DOWN), Int32(IF_OPER_LOWERLAYERDOWN),
+            Int32(IF_OPER_TESTING), Int32(IF_OPER_DORMANT),
+        ]
+        return LinkState(
+            name: name, index: index,
+            kind: InterfaceClassifier.classify(facts, overrides: interfaceOverrides),
+            adminUp: flags & UInt32(IFF_UP.rawValue) != 0,
+            carrier: lowerUp && !blockedOper.contains(operState),
+            operState: Self.operStateName(operState),
+            driver: facts.driver)
+    }
+
+    static func operStateName(_ s: Int32) -> String {
+        ["unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"][Int(min(max(s, 0), 6))]
+    }
+
+    private func lookupResult(_ r: ParsedRoute, family: AddressFamily) throws(NetlinkError) -> RouteLookup {
+        let hop = r.nextHops.first
+        let link = try hop.flatMap { h throws(NetlinkError) in try self.link(index: h.ifindex) }
+        return RouteLookup(
+            family: family, type: RouteType(rtnType: r.type), link: link, gateway: hop?.gateway?.description,
+            source: r.preferredSource?.description, metric: r.metric, table: r.table)
+    }
+}
+
+struct ParseFailure: Error {
+    var code: Int32
+}
+
+/// A route message's fields, copied out of libnl's `rtnl_route` right away.
+struct ParsedRoute {
+    struct NextHop {
+        var ifindex: Int
+        var gateway: IPAddress?
+        var flags: UInt32
+    }
+
+    var type: Int
+    var table: Int
+    var metric: Int
+    var dstLength: Int
+    var preferredSource: IPAddress?
+    var nextHops: [NextHop]
+
+    /// Parses one RTM_NEWROUTE message with `rtnl_route_parse`; the error is a positive NLE_* code.
+    static func parse(_ hdr: UnsafeMutablePointer<nlmsghdr>) -> Result<ParsedRoute, ParseFailure> {
+        var route: OpaquePointer?
+        let r = rtnl_route_parse(hdr, &route)
+        guard r >= 0, let route else { return .failure(ParseFailure(code: r < 0 ? -r : Int32(NLE_PARSE_ERR))) }
+        defer { rtnl_route_put(route) }
+        var hops: [NextHop] = []
+        for i in 0..<Int(rtnl_route_get_nnexthops(route)) {
+            guard let nh = rtnl_route_nexthop_n(route, Int32(i)) else { continue }
+            // RTA_GATEWAY, or RTA_VIA (an IPv6 next hop for an IPv4 route, RFC 5549).
+            let gw = address(rtnl_route_nh_get_gateway(nh)) ?? address(rtnl_route_nh_get_via(nh))
+            hops.append(NextHop(ifindex: Int(rtnl_route_nh_get_ifindex(nh)), gateway: gw, flags: rtnl_route_nh_get_flags(nh)))
+        }
+        let dst = rtnl_route_get_dst(route)
+        return .success(
+            ParsedRoute(
+                type: Int(rtnl_route_get_type(route)), table: Int(rtnl_route_get_table(route)),
+                metric: Int(rtnl_route_get_priority(route)), dstLength: dst.map { Int(nl_addr_get_prefixlen($0)) } ?? 0,
+                preferredSource: address(rtnl_route_get_pref_src(route)), nextHops: hops))
+    }
+
+    /// The bytes of a libnl address, or nil for none or a zero-length one.
+    static func address(_ a: OpaquePointer?) -> IPAddress? {
+        guard let a, let bin = nl_addr_get_binary_addr(a) else { return nil }
+        let len = Int(nl_addr_get_len(a))
+        guard len == 4 || len == 16 else { return nil }
+        return IPAddress(bytes: Array(UnsafeRawBufferPointer(start: bin, count: len)))
+    }
+}

@@ -1,0 +1,115 @@
+// An rtnetlink request/response socket over libnl-3, with the receive loop iw and netifd use: VALID, FINISH, ACK
+// and ERROR callbacks, looping `nl_recvmsgs` until one of them says the exchange is over. (`nl_send_sync` returns
+// after the data reply and leaves the ACK queued for the next request; TEST-RIGS.md §3.2.)
+
+import CNetlinkShims
+import Glibc
+
+/// A netlink failure: either libnl's own (negative NLE_* codes) or the kernel's answer (an errno in NLMSG_ERROR).
+public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// libnl failed (NLE_* code, positive here).
+        case library(Int32)
+        /// The kernel answered with this errno.
+        case kernel(Int32)
+        /// No answer within the socket's receive timeout.
+        case timeout
+    }
+
+    public var kind: Kind
+    /// The libnl call or netlink request that failed, e.g. "nl_connect" or "RTM_GETROUTE".
+    public var call: String
+
+    public init(_ kind: Kind, call: String) {
+        self.kind = kind
+        self.call = call
+    }
+
+    public var description: String {
+        switch kind {
+        case let .library(code): return "\(call): \(String(cString: nl_geterror(code)))"
+        case let .kernel(e): return "\(call): \(String(cString: strerror(e)))"
+        case .timeout: return "\(call): no answer from the kernel"
+        }
+    }
+}
+
+/// Per-exchange state the C callbacks reach through their `arg` pointer.
+private final class Exchange {
+    var done = false
+    var kernelErrno: Int32 = 0
+    let onMessage: (UnsafeMutablePointer<nlmsghdr>) -> Void
+
+    init(onMessage: @escaping (UnsafeMutablePointer<nlmsghdr>) -> Void) { self.onMessage = onMessage }
+}
+
+private func exchangeValid(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    let ex = Unmanaged<Exchange>.fromOpaque(arg!).takeUnretainedValue()
+    ex.onMessage(nlmsg_hdr(msg))
+    return Int32(NL_OK.rawValue)
+}
+
+private func exchangeFinished(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    Unmanaged<Exchange>.fromOpaque(arg!).takeUnretainedValue().done = true
+    return Int32(NL_STOP.rawValue)
+}
+
+private func exchangeError(
+    _ nla: UnsafeMutablePointer<sockaddr_nl>?, _ err: UnsafeMutablePointer<nlmsgerr>?, _ arg: UnsafeMutableRawPointer?
+) -> Int32 {
+    let ex = Unmanaged<Exchange>.fromOpaque(arg!).takeUnretainedValue()
+    ex.kernelErrno = -(err?.pointee.error ?? -EIO)
+    ex.done = true
+    return Int32(NL_STOP.rawValue)
+}
+
+/// One NETLINK_ROUTE socket for request/response exchanges. Not thread-safe: one owner at a time.
+final class RouteSocket {
+    let sk: OpaquePointer
+
+    /// - Parameter receiveTimeout: bounds every wait for the kernel (it always answers; this guards a broken setup).
+    init(receiveTimeout: Duration = .seconds(2)) throws(NetlinkError) {
+        guard let sk = nl_socket_alloc() else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_alloc") }
+        let r = nl_connect(sk, NETLINK_ROUTE)
+        if r < 0 {
+            nl_socket_free(sk)
+            throw NetlinkError(.library(-r), call: "nl_connect(NETLINK_ROUTE)")
+        }
+        self.sk = sk
+        let (secs, attos) = receiveTimeout.components
+        var tv = timeval(tv_sec: Int(secs), tv_usec: Int(attos / 1_000_000_000_000))
+        _ = setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { nl_socket_free(sk) }
+
+    /// Sends `msg` (consumed) and calls `onMessage` for every data message of the reply until the kernel's ACK,
+    /// NLMSG_DONE or NLMSG_ERROR. A kernel error is thrown as `.kernel(errno)`.
+    func exchange(
+        _ msg: OpaquePointer, call: String, onMessage: @escaping (UnsafeMutablePointer<nlmsghdr>) -> Void
+    ) throws(NetlinkError) {
+        defer { nlmsg_free(msg) }
+        let sent = nl_send_auto(sk, msg)
+        if sent < 0 { throw NetlinkError(.library(-sent), call: "\(call) send") }
+
+        guard let cb = nl_cb_alloc(NL_CB_DEFAULT) else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_cb_alloc") }
+        defer { nl_cb_put(cb) }
+        let ex = Exchange(onMessage: onMessage)
+        let arg = Unmanaged.passUnretained(ex).toOpaque()
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, exchangeValid, arg)
+        nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, exchangeFinished, arg)
+        nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, exchangeFinished, arg)
+        nl_cb_err(cb, NL_CB_CUSTOM, exchangeError, arg)
+
+        while !ex.done {
+            let r = nl_recvmsgs(sk, cb)
+            if ex.done { break }
+            if r < 0 {
+                if -r == NLE_AGAIN { throw NetlinkError(.timeout, call: call) }
+                throw NetlinkError(.library(-r), call: call)
+            }
+        }
+        withExtendedLifetime(ex) {}
+        if ex.kernelErrno != 0 { throw NetlinkError(.kernel(ex.kernelErrno), call: call) }
+    }
+}
