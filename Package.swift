@@ -62,6 +62,6 @@ let package = Package(
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
-        .testTarget(name: "ReachModemTests", dependencies: ["ReachModem", "ReachGLib", "ReachCore"]),
+        .testTarget(name: "ReachModemTests", dependencies: ["ReachModem", "ReachGLib", "ReachCore", "CGLibShims"]),
     ]
 )

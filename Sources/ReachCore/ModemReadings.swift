@@ -288,7 +288,8 @@ extension MBIMDataClass {
             ("5GSA", .nr5gSA, []), ("5G", .nr5gNSA, .nr5gSA), ("HSPA+", [.hsdpa, .hsupa], []),
         ]
         for (needle, primary, secondary) in table where name.contains(needle) {
-            self = capsClass.isSuperset(of: primary) ? secondary : primary
+            // MM tests `orig & primary`: any bit of the primary class already present selects the secondary.
+            self = capsClass.isDisjoint(with: primary) ? primary : secondary
             return
         }
         self = []

@@ -79,9 +79,10 @@ actor ModemChannel {
     /// Reads everything: registration, signal, SIM, then (once) operator name, identifiers and device info.
     /// A protocol error on one request is recorded in `state.error` and the others are still read; a transport
     /// failure (no answer, port gone) stops the read. `state` holds whatever was learnt either way.
-    func readAll() async {
+    @discardableResult
+    func readAll() async -> Bool {
         state.error = nil
-        await step { s in
+        return await step { s in
             switch s {
             case let .qmi(q):
                 try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) }
@@ -98,8 +99,9 @@ actor ModemChannel {
         }
     }
 
-    /// Re-reads only what the modem does not announce.
-    func poll(_ support: IndicationSupport) async {
+    /// Re-reads only what the modem does not announce. False when the modem stopped answering or went away.
+    @discardableResult
+    func poll(_ support: IndicationSupport) async -> Bool {
         await step { s in
             switch s {
             case let .qmi(q):
@@ -180,16 +182,20 @@ actor ModemChannel {
         e.isDomain(qmi_core_error_quark) || e.isDomain(mbim_core_error_quark)
     }
 
-    /// Runs a read, then derives the state from the readings; a transport failure ends up in `state`.
-    private func step(_ body: (Session) async throws -> Void) async {
+    /// Runs a read, then derives the state from the readings; a transport failure ends up in `state` and makes
+    /// the result false.
+    private func step(_ body: (Session) async throws -> Void) async -> Bool {
+        var ok = true
         do {
             try await body(session)
         } catch {
             logger.debug("Modem read stopped", metadata: ["error": "\(error)"])
             state.error = ModemChannel.describe(error)
             if ModemChannel.meansGone(error) { state.present = false }
+            ok = false
         }
         deriveState()
+        return ok
     }
 
     private func deriveState() {
@@ -210,8 +216,15 @@ actor ModemChannel {
         }
     }
 
-    /// Applies an indication. Returns false when the port went away.
-    func apply(_ event: ChannelEvent) -> Bool {
+    /// Applies an indication (asking for the PIN type when an MBIM notification says the SIM is locked).
+    /// Returns false when the port went away.
+    func handle(_ event: ChannelEvent) async -> Bool {
+        let alive = apply(event)
+        if alive, case .mbim(.subscriber) = event { await refineLockedSIM() }
+        return alive
+    }
+
+    private func apply(_ event: ChannelEvent) -> Bool {
         switch event {
         case let .qmi(i):
             switch i {
@@ -255,9 +268,9 @@ actor ModemChannel {
     }
 
     /// A subscriber PIN notification says "locked" without the PIN type; ask for it.
-    func refineLockedSIM() async {
+    private func refineLockedSIM() async {
         guard case let .mbim(m) = session, mbim.sim == .pinRequired else { return }
-        await step { _ in try await self.guarded { try await self.readMBIMSIM(m) } }
+        _ = await step { _ in try await self.guarded { try await self.readMBIMSIM(m) } }
     }
 
     func close() async {

@@ -52,6 +52,23 @@ public enum ModemReader {
     /// Modems are read in parallel; each read ends within `options.readTimeout` (plus the close), so a silent
     /// modem cannot hold up the rest of a status.
     public static func read(_ specs: [ModemPortSpec]?, options: ModemReadOptions) async -> (SourceHealth, [ModemState]) {
+        let (health, ports) = prepare(specs, options: options)
+        guard health.available else { return (health, []) }
+        let states = await withTaskGroup(of: (Int, ModemState).self) { group in
+            for (i, (spec, quirks)) in ports.enumerated() {
+                group.addTask { (i, await readOne(spec, quirks: quirks, options: options)) }
+            }
+            var states = [ModemState?](repeating: nil, count: ports.count)
+            for await (i, state) in group { states[i] = state }
+            return states.compactMap { $0 }
+        }
+        return (health, states)
+    }
+
+    /// The ports to ask (named ones completed from sysfs, or discovered) with their hardware quirks.
+    static func prepare(_ specs: [ModemPortSpec]?, options: ModemReadOptions)
+        -> (SourceHealth, [(ModemPortSpec, ModemQuirks)])
+    {
         var health = SourceHealth.ok
         let hardware: HardwareDatabase
         do {
@@ -74,15 +91,7 @@ public enum ModemReader {
             }
             ports = discovery.ports().map { ($0.spec, $0.hardware?.quirks ?? ModemQuirks()) }
         }
-        let states = await withTaskGroup(of: (Int, ModemState).self) { group in
-            for (i, (spec, quirks)) in ports.enumerated() {
-                group.addTask { (i, await readOne(spec, quirks: quirks, options: options)) }
-            }
-            var states = [ModemState?](repeating: nil, count: ports.count)
-            for await (i, state) in group { states[i] = state }
-            return states.compactMap { $0 }
-        }
-        return (health, states)
+        return (health, ports)
     }
 
     /// One modem, bounded by `options.readTimeout`.

@@ -5,6 +5,7 @@
 #define CGLIBSHIMS_H
 #include <libqmi-glib.h>
 #include <libmbim-glib.h>
+#include <gio/gunixinputstream.h>  // GUnixInputStream: a pipe as a GIO stream (the bridge's own tests use it)
 
 // MARK: - GObject casts
 
