@@ -132,7 +132,7 @@ final class MBIMSession: @unchecked Sendable {
     private func portRemoved() {
         logger.debug("MBIM port removed", metadata: ["modem.device": "\(path)"])
         calls.abortAll(GLibError(kind: .gError(domain: GLibError.domainName(g_io_error_quark), code: Int32(G_IO_ERROR_CLOSED.rawValue)),
-                                 call: "mbim_device", message: "the port was removed (hang-up)"))
+                                 call: "mbim_device", message: "the port hung up"))
         sink?(.removed)
     }
 

@@ -191,7 +191,7 @@ actor ModemChannel {
         } catch {
             logger.debug("Modem read stopped", metadata: ["error": "\(error)"])
             state.error = ModemChannel.describe(error)
-            if ModemChannel.meansGone(error) { state.present = false }
+            if ModemChannel.meansGone(error) { state.present = nodeExists }
             ok = false
         }
         deriveState()
@@ -262,10 +262,14 @@ actor ModemChannel {
     }
 
     private func portGone() -> Bool {
-        state.present = false
-        state.error = "port closed (hang-up)"
+        state.present = nodeExists
+        state.error = "the port hung up"
         return false
     }
+
+    /// After a hang-up: is the device node still there? A USB unplug removes it (absent); libqmi also hangs up on
+    /// a byte stream it cannot frame, and then the modem is present but unusable until it is opened again.
+    private var nodeExists: Bool { DeviceNode.check(spec.path) != .missing }
 
     /// A subscriber PIN notification says "locked" without the PIN type; ask for it.
     private func refineLockedSIM() async {

@@ -177,7 +177,7 @@ final class QMISession: @unchecked Sendable {
     private func portRemoved() {
         logger.debug("QMI port removed", metadata: ["modem.device": "\(path)"])
         calls.abortAll(GLibError(kind: .gError(domain: GLibError.domainName(g_io_error_quark), code: Int32(G_IO_ERROR_CLOSED.rawValue)),
-                                 call: "qmi_device", message: "the port was removed (hang-up)"))
+                                 call: "qmi_device", message: "the port hung up"))
         sink?(.removed)
     }
 
