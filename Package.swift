@@ -61,7 +61,22 @@ let package = Package(
         .target(name: "ModemSim", dependencies: ["ReachCore"]),
         .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
 
+        // WiFi lab tool (hw/lab): times the nl80211 reader and the event monitor inside the VM.
+        .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"]),
+
+        // Test-only helpers: namespaces, running binaries with deadlines (Foundation is fine here).
+        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
-        .testTarget(name: "ReachModemTests", dependencies: ["ReachModem", "ReachGLib", "ReachCore", "CGLibShims"]),
+        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
+        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
+        // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
+        // built reach-modem-sim driven by Debian's qmicli/mbimcli.
+        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
+        // The WWAN adapter against fake sysfs trees, libmbim-parsed captures, and the built reach-modem-sim and
+        // reach (listed so that `swift build --build-tests` builds them).
+        .testTarget(
+            name: "ReachModemTests",
+            dependencies: ["ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "reach", "reach-modem-sim"]),
     ]
 )

@@ -52,12 +52,21 @@ public struct WiFiLink: Sendable, Equatable {
     public var signalDBm: Int?
     /// The kernel's running average (NL80211_STA_INFO_SIGNAL_AVG).
     public var signalAvgDBm: Int?
+    /// The average over the AP's beacons (NL80211_STA_INFO_BEACON_SIGNAL_AVG): in mac80211 the same average its
+    /// connection quality monitor (CQM) compares with the RSSI thresholds.
+    public var beaconSignalAvgDBm: Int?
     public var txBitrateMbps: Double?
     public var rxBitrateMbps: Double?
     public var connectedSeconds: Int?
     public var inactiveMilliseconds: Int?
     /// Associated stations, for an access point.
     public var clients: Int?
+    /// The operating channel's width (NL80211_ATTR_CHANNEL_WIDTH), when the interface is on a channel.
+    public var channelWidthMHz: Int?
+    /// The noise floor of the channel in use (NL80211_SURVEY_INFO_NOISE), when the driver reports it.
+    public var noiseDBm: Int?
+    /// The interface's transmit power (NL80211_ATTR_WIPHY_TX_POWER_LEVEL, mBm / 100).
+    public var txPowerDBm: Double?
     public var error: String?
 
     public init(interface: String, mode: WiFiMode, associated: Bool = false) {
@@ -69,8 +78,9 @@ public struct WiFiLink: Sendable, Equatable {
     public var band: WiFiBand? { frequencyMHz.flatMap { WiFiChannel.band(frequencyMHz: $0) } }
     public var channel: Int? { frequencyMHz.flatMap { WiFiChannel.channel(frequencyMHz: $0) } }
 
-    /// The signal the bars use: the kernel's average when present (steadier), else the last frame's.
-    public var barSignalDBm: Int? { signalAvgDBm ?? signalDBm }
+    /// The signal the bars use: the beacon average when present (the one the kernel's CQM thresholds watch, so a
+    /// pushed threshold event and the bars agree), else the kernel's average over all frames, else the last frame's.
+    public var barSignalDBm: Int? { beaconSignalAvgDBm ?? signalAvgDBm ?? signalDBm }
 
     /// Bars (0-4) of an associated station; 0 when not associated or nothing was measured.
     public var bars: Int {

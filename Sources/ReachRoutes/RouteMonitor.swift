@@ -28,14 +28,22 @@ public final class RouteMonitor: Sendable {
     public let events: AsyncStream<RouteEvent>
     private let worker: Worker
 
-    /// - Parameter bufferBytes: the socket's receive buffer; doubled (up to 16 MiB) after each overrun.
-    public init(bufferBytes: Int = 1 << 20) throws(NetlinkError) {
+    /// Subscribes at once; notices are queued in the socket from then on.
+    /// - Parameters:
+    ///   - bufferBytes: the socket's receive buffer; doubled (up to 16 MiB) after each overrun.
+    ///   - startReading: false to subscribe now and `start()` reading later, e.g. after a first full read of the
+    ///     state, so nothing that changes in between is missed (what the kernel cannot queue is reported as
+    ///     `.resync` once reading starts).
+    public init(bufferBytes: Int = 1 << 20, startReading: Bool = true) throws(NetlinkError) {
         let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
         events = stream
         worker = try Worker(continuation: continuation, bufferBytes: bufferBytes)
         continuation.onTermination = { [worker] _ in worker.stop() }
-        try worker.start()
+        if startReading { try worker.start() }
     }
+
+    /// Starts reading notices (once; later calls do nothing).
+    public func start() throws(NetlinkError) { try worker.start() }
 
     /// Stops listening and finishes the stream. Also happens when the stream's consumer goes away.
     public func stop() { worker.stop() }
@@ -53,7 +61,7 @@ private final class Worker: @unchecked Sendable {
     var bufferBytes: Int
     /// Set when a yield was dropped because the consumer is behind: the next event is a resync.
     var lost = false
-    let state = Mutex<(started: Bool, stopped: Bool, thread: pthread_t?)>((false, false, nil))
+    let state = Mutex<(started: Bool, stopped: Bool)>((false, false))
 
     init(continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int) throws(NetlinkError) {
         guard let sk = nl_socket_alloc() else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_alloc") }
@@ -93,6 +101,7 @@ private final class Worker: @unchecked Sendable {
     }
 
     func start() throws(NetlinkError) {
+        guard state.withLock({ !$0.started && !$0.stopped }) else { return }
         var thread = pthread_t()
         let arg = Unmanaged.passRetained(self).toOpaque()
         let r = pthread_create(&thread, nil, { arg in
@@ -104,7 +113,11 @@ private final class Worker: @unchecked Sendable {
             Unmanaged<Worker>.fromOpaque(arg).release()
             throw NetlinkError(.kernel(r), call: "pthread_create")
         }
-        state.withLock { $0 = (true, false, thread) }
+        // The thread holds its own reference to the worker and ends by itself once woken: nobody joins it, because
+        // `stop` runs from the stream's onTermination, under the Swift runtime's task lock, which the thread's own
+        // `continuation.finish()` needs.
+        pthread_detach(thread)
+        state.withLock { $0 = (true, false) }
     }
 
     func stop() {
@@ -116,9 +129,6 @@ private final class Worker: @unchecked Sendable {
         guard signal else { return }
         var one: UInt8 = 1
         _ = write(wakeWrite, &one, 1)
-        if let t = state.withLock({ $0.thread }), pthread_equal(t, pthread_self()) == 0 {
-            pthread_join(t, nil)
-        }
     }
 
     func emit(_ e: RouteEvent) {
@@ -130,7 +140,8 @@ private final class Worker: @unchecked Sendable {
     }
 
     private func run() {
-        guard let cb = nl_cb_alloc(NL_CB_DEFAULT) else {
+        // The socket's own callback set: it carries the disabled sequence check (notices have no sequence numbers).
+        guard let cb = nl_socket_get_cb(sk) else {
             continuation.finish()
             return
         }

@@ -13,4 +13,5 @@
 #include <netlink/route/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <linux/if_arp.h>
+#include "CNetlinkShims_genl.h"
 #endif

@@ -1,2 +1,0 @@
-// ModemSim: see DESIGN in README; filled by its issue.
-public enum ModemSimNamespace {}

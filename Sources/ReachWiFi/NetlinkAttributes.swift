@@ -1,0 +1,131 @@
+// Netlink attributes (struct nlattr: u16 length, u16 type, payload, padded to 4 bytes) decoded from plain bytes.
+//
+// This is the pure half of the nl80211 adapter: libnl delivers each message's payload as bytes and everything
+// below works on those bytes alone, so tests feed captured messages straight in. Decoding never traps: an
+// attribute whose length runs past its container, or is shorter than its own header, ends the walk of that
+// container and marks it malformed; an attribute of an unknown type is kept but simply never asked for; a value of
+// the wrong size reads as absent.
+
+/// The attributes of one container (a message or a nested attribute), first occurrence of each type kept.
+public struct NetlinkAttributes: Sendable, Equatable {
+    /// NLA_F_NESTED and NLA_F_NET_BYTEORDER are flags in the type's top two bits.
+    static let typeMask: UInt16 = 0x3FFF
+    static let headerLength = 4
+
+    private var payloads: [UInt16: [UInt8]]
+    /// Types in the order they first appeared.
+    public private(set) var order: [UInt16]
+    /// True when the container ended in a malformed attribute (bad length, truncated header or payload).
+    public private(set) var malformed: Bool
+
+    public init<C: Collection<UInt8>>(_ bytes: C) where C.Index == Int {
+        payloads = [:]
+        order = []
+        malformed = false
+        var offset = bytes.startIndex
+        let end = bytes.endIndex
+        while offset < end {
+            guard end - offset >= Self.headerLength else {
+                malformed = true
+                break
+            }
+            let length = Int(NativeInteger.u16(bytes[offset], bytes[offset + 1]))
+            let rawType = NativeInteger.u16(bytes[offset + 2], bytes[offset + 3])
+            guard length >= Self.headerLength, length <= end - offset else {
+                malformed = true
+                break
+            }
+            let type = rawType & Self.typeMask
+            if payloads[type] == nil {
+                payloads[type] = Array(bytes[(offset + Self.headerLength)..<(offset + length)])
+                order.append(type)
+            }
+            offset += (length + 3) & ~3
+        }
+    }
+
+    public var isEmpty: Bool { order.isEmpty }
+
+    public func contains(_ type: UInt16) -> Bool { payloads[type] != nil }
+
+    /// The raw payload of an attribute.
+    public func bytes(_ type: UInt16) -> [UInt8]? { payloads[type] }
+
+    /// A nested container.
+    public func nested(_ type: UInt16) -> NetlinkAttributes? { payloads[type].map { NetlinkAttributes($0) } }
+
+    public func u8(_ type: UInt16) -> UInt8? { payloads[type].flatMap { $0.count >= 1 ? $0[0] : nil } }
+    public func s8(_ type: UInt16) -> Int8? { u8(type).map { Int8(bitPattern: $0) } }
+    public func u16(_ type: UInt16) -> UInt16? { payloads[type].flatMap { NativeInteger.read(UInt16.self, $0) } }
+    public func u32(_ type: UInt16) -> UInt32? { payloads[type].flatMap { NativeInteger.read(UInt32.self, $0) } }
+    public func s32(_ type: UInt16) -> Int32? { u32(type).map { Int32(bitPattern: $0) } }
+    public func u64(_ type: UInt16) -> UInt64? { payloads[type].flatMap { NativeInteger.read(UInt64.self, $0) } }
+    public func flag(_ type: UInt16) -> Bool { payloads[type] != nil }
+
+    /// A NUL-terminated (or unterminated) string attribute, decoded as UTF-8 with invalid bytes repaired.
+    public func string(_ type: UInt16) -> String? {
+        guard var b = payloads[type] else { return nil }
+        if let nul = b.firstIndex(of: 0) { b.removeSubrange(nul...) }
+        return String(decoding: b, as: UTF8.self)
+    }
+
+    /// The elements of an array-of-nests attribute (each element's own type is an index and is ignored).
+    public func elements(_ type: UInt16) -> [NetlinkAttributes] {
+        guard let container = nested(type) else { return [] }
+        return container.order.compactMap { container.nested($0) }
+    }
+}
+
+/// Netlink integers are in the host's byte order (not network order).
+enum NativeInteger {
+    /// Two bytes in host order as a UInt16.
+    static func u16(_ first: UInt8, _ second: UInt8) -> UInt16 {
+        var value: UInt16 = 0
+        withUnsafeMutableBytes(of: &value) { raw in
+            raw[0] = first
+            raw[1] = second
+        }
+        return value
+    }
+
+    static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int = 0) -> T? {
+        let size = MemoryLayout<T>.size
+        guard offset >= 0, bytes.count - offset >= size else { return nil }
+        var value: T = 0
+        withUnsafeMutableBytes(of: &value) { raw in
+            for i in 0..<size { raw[i] = bytes[offset + i] }
+        }
+        return value
+    }
+
+    static func bytes<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        withUnsafeBytes(of: value) { Array($0) }
+    }
+}
+
+/// Builds attribute bytes; used by tests to make malformed and synthetic messages, and by the CQM planner's tests.
+public struct NetlinkAttributeWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    public mutating func put(_ type: UInt16, _ payload: [UInt8], nested: Bool = false) {
+        let length = UInt16(truncatingIfNeeded: 4 + payload.count)
+        bytes += NativeInteger.bytes(length)
+        bytes += NativeInteger.bytes(nested ? type | 0x8000 : type)
+        bytes += payload
+        while bytes.count % 4 != 0 { bytes.append(0) }
+    }
+
+    public mutating func put<T: FixedWidthInteger>(_ type: UInt16, integer value: T) {
+        put(type, NativeInteger.bytes(value))
+    }
+
+    public mutating func put(_ type: UInt16, string: String) { put(type, Array(string.utf8) + [0]) }
+
+    public mutating func nest(_ type: UInt16, _ build: (inout NetlinkAttributeWriter) -> Void) {
+        var inner = NetlinkAttributeWriter()
+        build(&inner)
+        put(type, inner.bytes, nested: true)
+    }
+}

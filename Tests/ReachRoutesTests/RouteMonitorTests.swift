@@ -1,0 +1,122 @@
+// RouteMonitor against a real kernel: the monitor's socket is opened on a thread that has entered a test
+// namespace with setns(2), so it hears only that namespace's notices.
+
+import Foundation
+import Glibc
+@testable import ReachRoutes
+import ReachCore
+import ReachTestSupport
+import Testing
+
+final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
+    init() {}
+}
+
+/// setns(2), looked up at run time: Glibc's Swift module does not declare it (it needs _GNU_SOURCE).
+let setnsFunction: @convention(c) (Int32, Int32) -> Int32 = unsafeBitCast(
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns")!, to: (@convention(c) (Int32, Int32) -> Int32).self)
+let cloneNewNet: Int32 = 0x4000_0000  // CLONE_NEWNET
+
+/// Runs `body` on a fresh thread that has joined `ns`'s network namespace. Sockets made there stay in it.
+func inNamespace<T: Sendable>(_ ns: Namespace, _ body: @escaping @Sendable () throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        defer { done.signal() }
+        let fd = open("/run/netns/\(ns.name)", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0, setnsFunction(fd, cloneNewNet) == 0 else {
+            box.result = .failure(TestFailure("setns \(ns.name): \(String(cString: strerror(errno)))"))
+            return
+        }
+        close(fd)
+        box.result = Result { try body() }
+    }
+    thread.start()
+    done.wait()
+    return try box.result!.get()
+}
+
+/// Collects events until `until` holds for the collected list or `timeout` passes.
+func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escaping @Sendable ([RouteEvent]) -> Bool) async -> [RouteEvent] {
+    await withTaskGroup(of: [RouteEvent]?.self) { group in
+        group.addTask {
+            var seen: [RouteEvent] = []
+            for await e in stream {
+                seen.append(e)
+                if until(seen) { break }
+            }
+            return seen
+        }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(timeout))
+            return nil
+        }
+        let first = await group.next()!
+        group.cancelAll()
+        return first ?? []
+    }
+}
+
+@Suite(.serialized) struct RouteMonitorTests {
+    @Test func hearsLinksAddressesAndRoutes() async throws {
+        guard TestSupport.privileged("RouteMonitor") else { return }
+        let ns = try Namespace("mon")
+        let monitor = try inNamespace(ns) { try RouteMonitor() }
+
+        try ns.ip("link", "add", "a0", "type", "veth", "peer", "name", "b0")
+        try ns.ip("addr", "add", "10.9.0.1/24", "dev", "a0")
+        try ns.ip("-6", "addr", "add", "fd00:9::1/64", "dev", "a0", "nodad")
+        try ns.ip("link", "set", "a0", "up")
+        try ns.ip("link", "set", "b0", "up")
+        try ns.ip("route", "add", "10.99.0.0/24", "via", "10.9.0.2")
+        try ns.ip("-6", "route", "add", "2001:db8:99::/48", "via", "fd00:9::2")
+        try ns.ip("route", "del", "10.99.0.0/24")
+
+        let events = await collect(monitor.events, timeout: 5) { seen in
+            seen.contains(.route(.deleted, .ipv4)) && seen.contains(.route(.new, .ipv6))
+        }
+        #expect(events.contains { if case .link(.new, _) = $0 { return true } else { return false } })
+        #expect(events.contains { if case .address(.new, .ipv4, _) = $0 { return true } else { return false } })
+        #expect(events.contains { if case .address(.new, .ipv6, _) = $0 { return true } else { return false } })
+        #expect(events.contains(.route(.new, .ipv4)))
+        #expect(events.contains(.route(.new, .ipv6)))
+        #expect(events.contains(.route(.deleted, .ipv4)))
+        #expect(!events.contains(.resync))
+
+        monitor.stop()
+        let after = await collect(monitor.events, timeout: 2) { _ in false }
+        #expect(after.isEmpty)  // the stream finished
+    }
+
+    /// A receive buffer far too small for 3000 route notices that arrive while the monitor is subscribed but not yet
+    /// reading: the kernel drops some (ENOBUFS) and the monitor must say so with `.resync` instead of going on as if
+    /// nothing was lost.
+    @Test func overrunAsksForAResync() async throws {
+        guard TestSupport.privileged("RouteMonitor overrun") else { return }
+        let ns = try Namespace("flood")
+        try ns.ip("link", "add", "a0", "type", "veth", "peer", "name", "b0")
+        try ns.ip("addr", "add", "10.8.0.1/16", "dev", "a0")
+        try ns.ip("link", "set", "a0", "up")
+        try ns.ip("link", "set", "b0", "up")
+        let monitor = try inNamespace(ns) { try RouteMonitor(bufferBytes: 2048, startReading: false) }
+        let batch = FileManager.default.temporaryDirectory.path + "/gr-routes-\(getpid())"
+        let lines = (0..<3000).map { "route add 172.\(16 + $0 / 250).\($0 % 250).0/24 via 10.8.0.2" }
+        try lines.joined(separator: "\n").write(toFile: batch, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: batch) }
+        try TestSupport.sh(["ip", "-n", ns.name, "-batch", batch])
+        try monitor.start()
+        let events = await collect(monitor.events, timeout: 10) { seen in
+            guard let r = seen.firstIndex(of: .resync) else { return false }
+            return seen[r...].contains(.route(.new, .ipv4))
+        }
+        let resync = events.firstIndex(of: .resync)
+        #expect(resync != nil)
+        // The kernel reports the loss (ENOBUFS) on the next read, then the notices still queued follow: an
+        // overrun, not a dead socket.
+        #expect(resync.map { events[$0...].contains(.route(.new, .ipv4)) } == true)
+        // Some notices were dropped: fewer route events than routes added.
+        #expect(events.filter { $0 == .route(.new, .ipv4) }.count < 3000)
+        monitor.stop()
+    }
+}

@@ -1,0 +1,184 @@
+#!/bin/bash
+# The lab scenario, run inside the VM (chroot of the build machine's root, read-only; /tmp/out is the output share).
+# Arguments: MODE (check|bench|capture) BINDIR (the swift build's bin path).
+# Every wait is bounded; every result goes to /tmp/out for hw/lab/check.py to judge on the host.
+set -u
+mode=$1
+bin=$2
+out=/tmp/out
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+log() { echo "LAB: $* (t=$(cut -d' ' -f1 /proc/uptime))"; }
+now_ms() { "$bin/reach-wifi-lab" now; }  # the monitor's clock; taken before the action, so latencies err long
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds; fails after SECONDS.
+wait_for() {
+  local limit=$(( $1 * 10 )); shift
+  for ((i = 0; i < limit; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+associated() { iw dev wlan1 link | grep -q '^Connected to'; }
+disassociated() { iw dev wlan1 link | grep -q '^Not connected'; }
+fail() { echo "LAB-FAIL: $*"; cleanup; exit 1; }
+cleanup() {
+  [ -n "${monitor_pid:-}" ] && kill "$monitor_pid" 2>/dev/null
+  [ -f /run/hostapd.pid ] && kill "$(cat /run/hostapd.pid)" 2>/dev/null
+  [ -f /run/wpa_supplicant.pid ] && kill "$(cat /run/wpa_supplicant.pid)" 2>/dev/null
+  [ -n "${medium_pid:-}" ] && kill "$medium_pid" 2>/dev/null
+  wait 2>/dev/null
+}
+
+ip link set lo up
+ls /sys/class/net > $out/netdevs.txt
+[ -e /sys/class/net/wlan1/phy80211 ] || fail "wlan1 has no phy80211 (mac80211_hwsim not loaded?)"
+uname -r > $out/kernel.txt
+
+# The access point on wlan0 (open network, channel 6) and the station on wlan1.
+mkdir -p /run/hostapd /run/wpa_supplicant
+cat > /run/hostapd.conf <<CONF
+interface=wlan0
+driver=nl80211
+ssid=lab-ap
+hw_mode=g
+channel=6
+ctrl_interface=/run/hostapd
+CONF
+cat > /run/wpa_supplicant.conf <<CONF
+ctrl_interface=/run/wpa_supplicant
+network={
+    ssid="lab-ap"
+    key_mgmt=NONE
+    scan_freq=2437
+}
+CONF
+start_ap() {
+  hostapd -B -P /run/hostapd.pid /run/hostapd.conf > $out/hostapd.log 2>&1 || fail "hostapd did not start"
+}
+start_ap
+wpa_supplicant -B -P /run/wpa_supplicant.pid -i wlan1 -D nl80211 -c /run/wpa_supplicant.conf \
+  > $out/wpa_supplicant.log 2>&1 || fail "wpa_supplicant did not start"
+wait_for 30 associated || fail "wlan1 did not associate within 30 s"
+log "associated"
+ip addr add 192.0.2.1/24 dev wlan0
+ip addr add 192.0.2.2/24 dev wlan1
+ip route add default via 192.0.2.1 dev wlan1
+ip link set wlan0 up; ip link set wlan1 up
+# hwsim's signal is the AP's tx power - 50 dBm; let the station's average settle on it.
+sleep 2
+
+run_reach_status() {  # NAME [extra args]: `reach status --json`, stdout and exit code kept apart
+  local name=$1; shift
+  "$bin/reach" status --json "$@" > $out/$name.json 2> $out/$name.err
+  echo $? > $out/$name.rc
+}
+
+case "$mode" in
+capture)
+  ip link add nlmon0 type nlmon && ip link set nlmon0 up || fail "nlmon"
+  python3 "$(dirname "$0")/nlcapture.py" record nlmon0 $out/station-capture.jsonl 4 &
+  cap_pid=$!
+  sleep 1.5
+  iw dev > $out/iw-dev.txt
+  iw dev wlan1 scan dump > $out/iw-scan-dump.txt
+  iw dev wlan1 station get 02:00:00:00:00:00 > $out/iw-station-get.txt
+  iw dev wlan1 survey dump > $out/iw-survey-dump.txt
+  iw dev wlan1 link > $out/iw-link.txt
+  wait $cap_pid
+  ;;
+bench)
+  runs=25
+  for ((r = 0; r < runs; r++)); do
+    a=$(date +%s%N); "$bin/reach-wifi-lab" read wlan1 > /dev/null; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-reach-process-us.txt
+    a=$(date +%s%N); iw dev wlan1 link > /dev/null; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-iw-process-us.txt
+    # Baselines: what starting a process costs here, and starting the Swift binary without reading anything.
+    a=$(date +%s%N); /bin/true; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-true-process-us.txt
+    a=$(date +%s%N); "$bin/reach-wifi-lab" now > /dev/null; b=$(date +%s%N)
+    echo $(( (b - a) / 1000 )) >> $out/bench-reach-start-us.txt
+  done
+  "$bin/reach-wifi-lab" time-read $runs wlan1 > $out/bench-reach-inprocess-us.txt
+  if "$bin/reach" status --help >/dev/null 2>&1; then
+    for ((r = 0; r < runs; r++)); do
+      a=$(date +%s%N); "$bin/reach" status --json --wifi wlan1 > /dev/null; b=$(date +%s%N)
+      echo $(( (b - a) / 1000 )) >> $out/bench-reach-status-us.txt
+    done
+  fi
+  ;;
+check)
+  # 1. Associated at -30 dBm (tx power 20 dBm).
+  iw dev wlan1 link > $out/iw-link-associated.txt
+  "$bin/reach-wifi-lab" read > $out/read-associated.json 2> $out/read-associated.err
+  run_reach_status status-associated
+  run_reach_status status-wifi-only --wifi wlan1
+
+  # 2. The event monitor runs from here on; its lines carry CLOCK_MONOTONIC ms (the same clock as /proc/uptime).
+  "$bin/reach-wifi-lab" monitor 120 > $out/monitor.jsonl 2> $out/monitor.err &
+  monitor_pid=$!
+  wait_for 10 grep -q '"cause":"initial"' $out/monitor.jsonl || fail "the monitor did not report its initial state"
+
+  # 3. The AP's tx power lowered to 10 dBm: the station should see -40 dBm.
+  echo "txpower $(now_ms)" >> $out/marks.txt
+  iw dev wlan0 set txpower fixed 1000
+  sleep 3
+  iw dev wlan1 link > $out/iw-link-txpower.txt
+  "$bin/reach-wifi-lab" read wlan1 > $out/read-txpower.json 2> $out/read-txpower.err
+  iw dev wlan0 set txpower fixed 2000
+  sleep 2
+
+  # 4. Every bar, through the hwsim medium (hw/lab/hwsim-medium.py): the station's signal set to chosen levels,
+  #    each held long enough for the kernel's signal average to settle; the monitor sees CQM events meanwhile.
+  echo -30 > /run/medium-signal
+  python3 "$(dirname "$0")/hwsim-medium.py" /run/medium-signal $out/medium.log > $out/medium.out 2>&1 &
+  medium_pid=$!
+  sleep 2
+  associated || fail "wlan1 lost its association when the medium took over"
+  echo "sweep $(now_ms)" >> $out/marks.txt
+  i=0
+  for level in -45 -60 -71 -82 -94 -82 -71 -60 -45; do
+    i=$((i + 1))
+    echo "level$i $(now_ms)" >> $out/marks.txt
+    echo "$level" > /run/medium-signal
+    sleep 4
+    run_reach_status "sweep-$i" --wifi wlan1
+    "$bin/reach-wifi-lab" read wlan1 > $out/sweep-read-$i.json 2>/dev/null
+    echo "$i $level" >> $out/sweep-levels.txt
+  done
+  # 4b. The single-threshold fallback (for wiphys without CQM_RSSI_LIST), forced: one moving threshold.
+  kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null
+  "$bin/reach-wifi-lab" monitor 60 wlan1 --single-threshold > $out/monitor-single.jsonl 2> $out/monitor-single.err &
+  monitor_pid=$!
+  wait_for 10 grep -q '"cause":"initial"' $out/monitor-single.jsonl || fail "the single-threshold monitor did not start"
+  sleep 1
+  i=0
+  for level in -60 -82 -94 -71 -45; do
+    i=$((i + 1))
+    echo "single$i $(now_ms) $level" >> $out/marks-single.txt
+    echo "$level" > /run/medium-signal
+    sleep 4
+  done
+  kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null
+  "$bin/reach-wifi-lab" monitor 120 >> $out/monitor.jsonl 2>> $out/monitor.err &
+  monitor_pid=$!
+  sleep 2
+  kill "$medium_pid"; wait "$medium_pid" 2>/dev/null; medium_pid=
+  wait_for 10 associated || fail "wlan1 lost its association after the medium stopped"
+  sleep 2
+
+  # 5. hostapd stopped: the monitor must notice within 2 s, and the status must leave `wifi`.
+  echo "stop $(now_ms)" >> $out/marks.txt
+  kill "$(cat /run/hostapd.pid)"
+  wait_for 10 disassociated || log "wlan1 still associated 10 s after hostapd stopped"
+  sleep 2
+  "$bin/reach-wifi-lab" read wlan1 > $out/read-stopped.json 2> $out/read-stopped.err
+  run_reach_status status-stopped
+
+  # 6. The station interface deleted: the monitor must report it gone.
+  echo "delete $(now_ms)" >> $out/marks.txt
+  iw dev wlan1 del
+  sleep 2
+  kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null; monitor_pid=
+  ;;
+esac
+cleanup
+log "scenario done"
+exit 0
