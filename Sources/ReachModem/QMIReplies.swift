@@ -214,6 +214,21 @@ enum QMIReplies {
 
 // MARK: - Serving System (0x0024 response and indication)
 
+/// The elements of a GArray of integers or C enums, whatever their width: libqmi stores an array TLV of u8
+/// enum values (Radio Interfaces, Data Capabilities) as an array of the C enum type, four bytes each.
+func integers(_ a: UnsafeMutablePointer<GArray>) -> [Int] {
+    let size = g_array_get_element_size(a)
+    return (0..<a.pointee.len).map { i in
+        let e = CGLibShims_array_element(a, i)!
+        switch size {
+        case 1: return Int(e.load(as: Int8.self))
+        case 2: return Int(e.load(as: Int16.self))
+        case 4: return Int(e.load(as: Int32.self))
+        default: return Int(e.load(as: Int64.self))
+        }
+    }
+}
+
 struct QMIServingSystemGetters: Sendable {
     var servingSystem: @Sendable (
         OpaquePointer?, UnsafeMutablePointer<QmiNasRegistrationState>?, UnsafeMutablePointer<QmiNasAttachState>?,
@@ -256,13 +271,11 @@ extension QMIReplies {
         guard g.servingSystem(o, &reg, &cs, &ps, &net, &radios, nil) != 0 else { return nil }
         var result = QMIServingSystem(
             registrationState: Int(reg.rawValue),
-            radioInterfaces: radios.map { a in (0..<a.pointee.len).map { Int(CGLibShims_array_gint8(a, $0)) } } ?? [])
+            radioInterfaces: radios.map(integers) ?? [])
         var roaming = QmiNasRoamingIndicatorStatus(0)
         if g.roamingIndicator(o, &roaming, nil) != 0 { result.roamingIndicator = Int(roaming.rawValue) }
         var caps: UnsafeMutablePointer<GArray>? = nil
-        if g.dataCapability(o, &caps, nil) != 0, let caps {
-            result.dataCapabilities = (0..<caps.pointee.len).map { Int(CGLibShims_array_guint8(caps, $0)) }
-        }
+        if g.dataCapability(o, &caps, nil) != 0, let caps { result.dataCapabilities = integers(caps) }
         var mcc: UInt16 = 0, mnc: UInt16 = 0
         var description: UnsafePointer<CChar>? = nil
         if g.currentPLMN(o, &mcc, &mnc, &description, nil) != 0 {
