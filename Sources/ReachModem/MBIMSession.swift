@@ -272,19 +272,13 @@ final class MBIMSession: @unchecked Sendable {
         return (SIMState(mbimSubscriberReadyState: subscriber.readyState, pinType: pinType), subscriber)
     }
 
-    /// Register State, Packet Service (optional: some devices refuse it while detached) and the custom class.
-    func network() async throws -> MBIMNetworkReading {
+    /// Register State as a network reading with the session's custom data class.
+    func registration() async throws -> MBIMNetworkReading {
         let register = try await registerState()
-        var reading = MBIMNetworkReading(
+        return MBIMNetworkReading(
             registerState: register.registerState, availableDataClasses: register.availableDataClasses,
             providerID: register.providerID, providerName: register.providerName, networkError: register.networkError,
             customDataClass: await customDataClass)
-        do {
-            reading.apply(try await packetService())
-        } catch let e as GLibError where e.isMBIMStatusError {
-            logger.debug("MBIM Packet Service query failed", metadata: ["error": "\(e)"])
-        }
-        return reading
     }
 
     // MARK: Notifications

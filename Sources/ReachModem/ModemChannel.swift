@@ -91,7 +91,7 @@ actor ModemChannel {
                 try await self.readQMIStatic(q)
             case let .mbim(m):
                 if !self.readStaticInfo { try await self.readMBIMCaps(m) }
-                try await self.guarded { self.mbim.network = try await m.network() }
+                try await self.readMBIMNetwork(m)
                 try await self.guarded { self.mbim.signal = try await m.signalState() }
                 try await self.guarded { try await self.readMBIMSIM(m) }
                 self.readStaticInfo = true
@@ -109,7 +109,7 @@ actor ModemChannel {
                 if !support.signal { try await self.guarded { self.qmi = try await q.readSignal(self.qmi) } }
                 if !support.sim { try await self.guarded { self.qmi.sim = try await q.sim() } }
             case let .mbim(m):
-                if !support.registration { try await self.guarded { self.mbim.network = try await m.network() } }
+                if !support.registration { try await self.readMBIMNetwork(m) }
                 if !support.signal { try await self.guarded { self.mbim.signal = try await m.signalState() } }
                 if !support.sim { try await self.guarded { try await self.readMBIMSIM(m) } }
             }
@@ -154,6 +154,20 @@ actor ModemChannel {
             }
         }
         mbim.network?.customDataClass = await m.customDataClass
+    }
+
+    /// Register State, then Packet Service, each kept as soon as it is read (a Packet Service that never comes
+    /// still leaves the registration known). A device that refuses Packet Service (some do while detached) is
+    /// not an error: Register State's data classes decide then.
+    private func readMBIMNetwork(_ m: MBIMSession) async throws {
+        try await guarded { self.mbim.network = try await m.registration() }
+        guard mbim.network != nil else { return }
+        do {
+            let packet = try await m.packetService()
+            mbim.network?.apply(packet)
+        } catch let e as GLibError where e.isMBIMStatusError {
+            logger.debug("MBIM Packet Service query failed", metadata: ["error": "\(e)"])
+        }
     }
 
     private func readMBIMSIM(_ m: MBIMSession) async throws {

@@ -11,6 +11,7 @@
 
 import Logging
 import ReachCore
+import ReachGLib
 
 /// Why a `ModemUpdate` was sent.
 public enum ModemUpdateCause: String, Sendable, Equatable {
@@ -79,6 +80,7 @@ public struct ModemMonitor: Sendable {
     }
 
     private func run(_ out: AsyncStream<ModemUpdate>.Continuation) async {
+        if options.read.logger.logLevel <= .debug { GLibLog.route(to: options.read.logger) }
         let (_, prepared) = ModemReader.prepare([port], options: options.read)
         let (spec, quirks) = prepared[0]
         let logger = options.read.logger

@@ -1,6 +1,7 @@
 // The entry points the rest of GatewayReach uses to ask modems. Implemented by the WWAN issue (#3).
 import Logging
 import ReachCore
+import ReachGLib
 
 /// A modem control port named by the user or found in sysfs: `/dev/cdc-wdm0`, `/dev/wwan0qmi0`, or a simulator pty.
 public struct ModemPortSpec: Sendable, Equatable {
@@ -20,8 +21,9 @@ public struct ModemPortSpec: Sendable, Equatable {
 public struct ModemReadOptions: Sendable {
     /// Per-request timeout.
     public var requestTimeout: Duration
-    /// The most one modem's whole read may take (open, every request, close). A modem that has not finished by
-    /// then is reported with what was read so far and an error. Default: twice the request timeout.
+    /// The most one modem's whole read may take (open, every request). A modem that has not finished by then is
+    /// reported with what was read so far and an error. Default: three request timeouts (a silent modem costs one
+    /// request timeout; this budget is for a slow one that answers everything late).
     public var readTimeout: Duration
     /// Open ports through qmi-proxy / mbim-proxy (as ModemManager does) instead of exclusively.
     public var viaProxy: Bool
@@ -38,7 +40,7 @@ public struct ModemReadOptions: Sendable {
         logger: Logger = Logger(label: "gatewayreach.modem", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.requestTimeout = requestTimeout
-        self.readTimeout = readTimeout ?? requestTimeout * 2
+        self.readTimeout = readTimeout ?? requestTimeout * 3
         self.viaProxy = viaProxy
         self.sysfsRoot = sysfsRoot
         self.hardwareDatabasePath = hardwareDatabasePath
@@ -50,8 +52,10 @@ public enum ModemReader {
     /// Reads every modem once: `specs`, or the ports discovery finds when nil. Never throws: a modem that cannot be
     /// read is returned with its `error` set, and the source is unavailable only when it cannot be asked at all.
     /// Modems are read in parallel; each read ends within `options.readTimeout` (plus the close), so a silent
-    /// modem cannot hold up the rest of a status.
+    /// modem cannot hold up the rest of a status. libqmi's and libmbim's own log records go to `options.logger` at
+    /// debug level (`GLibLog.route`) when that logger logs debug records; otherwise they are dropped.
     public static func read(_ specs: [ModemPortSpec]?, options: ModemReadOptions) async -> (SourceHealth, [ModemState]) {
+        if options.logger.logLevel <= .debug { GLibLog.route(to: options.logger) }
         let (health, ports) = prepare(specs, options: options)
         guard health.available else { return (health, []) }
         let states = await withTaskGroup(of: (Int, ModemState).self) { group in

@@ -99,7 +99,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// A regular file is not a control port.
     @Test func regularFileIsRefused() async throws {
         let path = NSTemporaryDirectory() + "reach-not-a-port"
-        FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3])))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let (_, states) = await ModemReader.read([ModemPortSpec(path: path, protocol: .mbim)], options: ModemReadOptions())
         #expect(states.first?.error == "not a character device")
@@ -179,5 +179,89 @@ enum Namespaces {
         } else {
             print("skipped: \(why) (set REACH_REQUIRE_PRIVILEGED=1 to make this a failure)")
         }
+    }
+}
+
+/// The fault scenarios the simulator ships (hw/scenarios/*-fault-*.json), each with what its description says it
+/// proves.
+struct ShippedFault: CustomTestStringConvertible, Sendable {
+    var file: String
+    var timeout: Duration
+    /// Parts of the modem's error (nil: no error).
+    var error: [String]?
+    /// nil: either (the port closes right after an answer; whether that answer is read before the hang-up is a
+    /// race real hardware has too).
+    var generation: Generation?
+    var present: Bool = true
+    /// Whether a second read (a new session, after the fault's one-shot or reopen) must be whole.
+    var recovers: Bool = false
+    var testDescription: String { file }
+}
+
+@Suite struct ShippedFaultScenarioTests {
+    static let cases: [ShippedFault] = [
+        .init(file: "qmi-fault-silent-signal", timeout: .seconds(1), error: ["qmi_client_nas_get_signal_info", "no answer"],
+              generation: .g4),
+        .init(file: "qmi-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
+        .init(file: "qmi-fault-error-status", timeout: .seconds(1), error: ["qmi_client_nas_get_system_info", "DeviceNotReady"],
+              generation: Generation.none),
+        .init(file: "qmi-fault-garbage", timeout: .seconds(1), error: ["hung up"], generation: Generation.none),
+        .init(file: "qmi-fault-truncated-once", timeout: .seconds(1), error: ["qmi_client_nas_get_system_info", "no answer"],
+              generation: Generation.none, recovers: true),
+        .init(file: "qmi-fault-close-after-requests", timeout: .seconds(1), error: ["hung up"], generation: nil,
+              present: false, recovers: true),
+        .init(file: "mbim-fault-silent-signal", timeout: .seconds(1), error: ["signal_state", "no answer"], generation: .g4),
+        .init(file: "mbim-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
+        .init(file: "mbim-fault-error-status", timeout: .seconds(1), error: ["register_state"], generation: Generation.none),
+        .init(file: "mbim-fault-garbage", timeout: .seconds(1), error: ["register_state", "no answer"], generation: Generation.none,
+              recovers: true),
+        .init(file: "mbim-fault-truncated", timeout: .seconds(1), error: ["packet_service", "no answer"], generation: .g4),
+    ]
+
+    @Test(arguments: cases)
+    func endsInTheReportItsDescriptionPromises(_ c: ShippedFault) async throws {
+        let sim = try Simulator(scenario: TestPaths.scenarios + "/" + c.file + ".json")
+        let port = ModemPortSpec(path: sim.link, protocol: c.file.hasPrefix("qmi") ? .qmi : .mbim)
+        let options = ModemReadOptions(requestTimeout: c.timeout)
+        let start = ContinuousClock.now
+        let (_, states) = await ModemReader.read([port], options: options)
+        let elapsed = ContinuousClock.now - start
+        let state = try #require(states.first)
+        if let parts = c.error {
+            let error = try #require(state.error, "no error reported")
+            for part in parts { #expect(error.contains(part), "\(error)") }
+        } else {
+            #expect(state.error == nil, "\(state.error ?? "")")
+        }
+        if let generation = c.generation { #expect(state.generation == generation) }
+        #expect(state.present == c.present)
+        #expect(elapsed < options.readTimeout + .seconds(2), "\(elapsed)")
+        if c.recovers {
+            // A new session (after a reopened port, or past a one-shot fault) reads the modem whole.
+            var again: ModemState?
+            for _ in 0..<30 {
+                let (_, s) = await ModemReader.read([port], options: options)
+                again = s.first
+                if again?.error == nil { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(again?.error == nil, "\(again?.error ?? "")")
+            #expect(again?.generation == .g4)
+        }
+    }
+
+    /// The shipped "port vanishes" scenario through a ModemMonitor: the port closes 1.5 s in and comes back 1.5 s
+    /// later; the consumer sees it go and come back.
+    @Test func mbimPortVanishesAndComesBack() async throws {
+        let sim = try Simulator(scenario: TestPaths.scenarios + "/mbim-fault-port-vanishes.json")
+        let updates = MonitorTests.Collector(MonitorTests.monitor(sim, .mbim).updates())
+        defer { Task { await updates.stop() } }
+        let first = try await updates.next()
+        #expect(first.state.generation == .g4)
+        let lost = try await updates.next { !$0.state.present }
+        #expect([.portLost, .openFailed].contains(lost.cause))
+        let back = try await updates.next { $0.state.present && $0.state.error == nil }
+        #expect(back.cause == .reopened)
+        #expect(back.state.generation == .g4)
     }
 }
