@@ -82,15 +82,17 @@ public final class GLibCallGroup: @unchecked Sendable {
 private final class GLibPendingCall<T: Sendable>: GLibPendingCallBase {
     var continuation: CheckedContinuation<T, Error>?
     let finish: (UnsafeMutablePointer<GObject>?, OpaquePointer?) throws -> T
+    let discard: ((T) -> Void)?
     let cancellable: UnsafeMutablePointer<GCancellable>
     var timer: GLibTimer?
 
     init(
         name: String, continuation: CheckedContinuation<T, Error>,
-        finish: @escaping (UnsafeMutablePointer<GObject>?, OpaquePointer?) throws -> T
+        finish: @escaping (UnsafeMutablePointer<GObject>?, OpaquePointer?) throws -> T, discard: ((T) -> Void)?
     ) {
         self.continuation = continuation
         self.finish = finish
+        self.discard = discard
         self.cancellable = g_cancellable_new()
         super.init(name: name)
     }
@@ -103,7 +105,11 @@ private final class GLibPendingCall<T: Sendable>: GLibPendingCallBase {
         timer = nil
         // Always finish: it frees the operation's output even when nobody waits any more.
         let outcome = Result { try finish(source, result) }
-        guard let continuation else { return }
+        guard let continuation else {
+            // Nobody waits (deadline or cancellation came first): hand a late success back to be released.
+            if case let .success(value) = outcome { discard?(value) }
+            return
+        }
         self.continuation = nil
         continuation.resume(with: outcome)
     }
@@ -137,10 +143,13 @@ extension GLibLoop {
     ///     asynchronous C call.
     ///   - finish: runs on the loop thread with the source object and the GAsyncResult; calls the `_finish`
     ///     function and copies what it needs into Sendable Swift values (freeing the C output) before returning.
+    ///   - discard: runs on the loop thread with a result that arrived after the call had already failed (deadline,
+    ///     cancellation); releases what the result owns (a new object, a client) so nothing leaks.
     public func call<T: Sendable>(
         _ name: String, timeout: Duration, group: GLibCallGroup? = nil,
         start: @escaping @Sendable (GLibAsyncCall) -> Void,
-        finish: @escaping @Sendable (UnsafeMutablePointer<GObject>?, OpaquePointer?) throws -> T
+        finish: @escaping @Sendable (UnsafeMutablePointer<GObject>?, OpaquePointer?) throws -> T,
+        discard: (@Sendable (T) -> Void)? = nil
     ) async throws -> T {
         let handle = GLibCallHandle()
         return try await withTaskCancellationHandler {
@@ -155,7 +164,7 @@ extension GLibLoop {
                         continuation.resume(throwing: error)
                         return
                     }
-                    let pending = GLibPendingCall(name: name, continuation: continuation, finish: finish)
+                    let pending = GLibPendingCall(name: name, continuation: continuation, finish: finish, discard: discard)
                     handle.pending = pending
                     group?.add(pending)
                     pending.timer = self.schedule(after: timeout) { [weak pending] in

@@ -40,6 +40,8 @@ final class MBIMSession: @unchecked Sendable {
     private let calls = GLibCallGroup()
     private let device: GPtr<MbimDevice>
     private var handlers: [gulong] = []
+    /// The session keeps itself alive while GLib holds it as signal user data; released once disconnected.
+    private var retainedForHandlers: Unmanaged<MBIMSession>?
     private var closed = false
     private var sink: (@Sendable (MBIMIndication) -> Void)?
     /// The MBIMEx major version in use: 1 (plain MBIM), 2 or 3.
@@ -68,7 +70,8 @@ final class MBIMSession: @unchecked Sendable {
                     throw GLibError(consuming: error, call: "mbim_device_new")
                 }
                 return GPtr(device)
-            })
+            },
+            discard: { g_object_unref(UnsafeMutableRawPointer($0.p)) })
     }
 
     /// Opens the port. `mbimex`: ask for MBIMEx 3.0 (the device may answer 2.0); when the device refuses the
@@ -114,7 +117,7 @@ final class MBIMSession: @unchecked Sendable {
     /// Loop thread: "device-removed" (HUP), "device-error" (a message libmbim could not handle) and
     /// "device-indicate-status" (notifications).
     private func watchDevice() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        let me = retainForHandlers()
         handlers.append(CGLibShims_mbim_device_connect_removed(device.p, { _, data in
             Unmanaged<MBIMSession>.fromOpaque(data!).takeUnretainedValue().portRemoved()
         }, me))
@@ -127,6 +130,13 @@ final class MBIMSession: @unchecked Sendable {
         handlers.append(CGLibShims_mbim_device_connect_indicate_status(device.p, { _, message, data in
             Unmanaged<MBIMSession>.fromOpaque(data!).takeUnretainedValue().notification(message)
         }, me))
+    }
+
+    /// The user data for signal handlers: this session, retained until `close` disconnects them (so a handler can
+    /// never see a freed session). Loop thread.
+    private func retainForHandlers() -> UnsafeMutableRawPointer {
+        if retainedForHandlers == nil { retainedForHandlers = Unmanaged.passRetained(self) }
+        return retainedForHandlers!.toOpaque()
     }
 
     private func portRemoved() {
@@ -168,6 +178,8 @@ final class MBIMSession: @unchecked Sendable {
             self.closed = true
             for id in self.handlers { g_signal_handler_disconnect(UnsafeMutableRawPointer(device.p), id) }
             self.handlers = []
+            self.retainedForHandlers?.release()
+            self.retainedForHandlers = nil
             self.sink = nil
             return self.calls.abortedWith != nil || self.calls.sawUnansweredCall
         }

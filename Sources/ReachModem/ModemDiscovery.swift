@@ -122,10 +122,10 @@ public struct ModemDiscovery: Sendable {
         return port
     }
 
-    /// The single netdev registered directly below `dir` (`dir/net/<name>`), if exactly one.
+    /// The netdev registered directly below `dir` (`dir/net/<name>`); the first by name when there are several
+    /// (qmi_wwan's qmimux links hang below the main netdev, not here, so one is the rule).
     private func netdev(in dir: String) -> String? {
-        let names = sys.list(dir + "/net")
-        return names.count == 1 ? names[0] : names.first
+        sys.list(dir + "/net").first
     }
 
     /// A netdev registered on another interface of the same USB device, when exactly one interface has one.

@@ -70,6 +70,8 @@ final class QMISession: @unchecked Sendable {
     private var dms: GPtr<QmiClientDms>?
     private var uim: GPtr<QmiClientUim>?
     private var handlers: [(instance: gpointer, id: gulong)] = []
+    /// The session keeps itself alive while GLib holds it as signal user data; released once disconnected.
+    private var retainedForHandlers: Unmanaged<QMISession>?
     private var closed = false
     /// Where indications go once `subscribe` has run.
     private var sink: (@Sendable (QMIIndication) -> Void)?
@@ -108,7 +110,8 @@ final class QMISession: @unchecked Sendable {
                     throw GLibError(consuming: error, call: "qmi_device_new")
                 }
                 return GPtr(CGLibShims_QMI_DEVICE(source))
-            })
+            },
+            discard: { g_object_unref($0.p) })
         let session = QMISession(path: path, timeout: timeout, logger: logger, device: device)
         do {
             // Explicit QMI mode: no AUTO flag (it needs the sysfs transport), no NET_* flags (they write sysfs).
@@ -160,12 +163,13 @@ final class QMISession: @unchecked Sendable {
                     throw GLibError(consuming: error, call: "qmi_device_allocate_client(\(name))")
                 }
                 return GPtr(client)
-            })
+            },
+            discard: { g_object_unref($0.p) })
     }
 
     /// Connects QmiDevice's "device-removed": the port hung up. Loop thread.
     private func watchRemoval() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        let me = retainForHandlers()
         let id = CGLibShims_qmi_device_connect_removed(device.p, { _, data in
             let session = Unmanaged<QMISession>.fromOpaque(data!).takeUnretainedValue()
             session.portRemoved()
@@ -174,6 +178,13 @@ final class QMISession: @unchecked Sendable {
     }
 
     /// Loop thread: fails everything in flight at once and tells the subscriber.
+    /// The user data for signal handlers: this session, retained until `close` disconnects them (so a handler can
+    /// never see a freed session). Loop thread.
+    private func retainForHandlers() -> UnsafeMutableRawPointer {
+        if retainedForHandlers == nil { retainedForHandlers = Unmanaged.passRetained(self) }
+        return retainedForHandlers!.toOpaque()
+    }
+
     private func portRemoved() {
         logger.debug("QMI port removed", metadata: ["modem.device": "\(path)"])
         calls.abortAll(GLibError(kind: .gError(domain: GLibError.domainName(g_io_error_quark), code: Int32(G_IO_ERROR_CLOSED.rawValue)),
@@ -195,6 +206,8 @@ final class QMISession: @unchecked Sendable {
             self.closed = true
             for h in self.handlers { g_signal_handler_disconnect(h.instance, h.id) }
             self.handlers = []
+            self.retainedForHandlers?.release()
+            self.retainedForHandlers = nil
             self.sink = nil
             var clients: [GPtr<QmiClient>] = []
             if let nas = self.nas { clients.append(GPtr(CGLibShims_QMI_CLIENT(nas.p))) }
@@ -588,7 +601,7 @@ final class QMISession: @unchecked Sendable {
     /// Loop thread.
     private func connectIndicationHandlers() {
         guard let nas else { return }
-        let me = Unmanaged.passUnretained(self).toOpaque()
+        let me = retainForHandlers()
         handlers.append((UnsafeMutableRawPointer(nas.p), CGLibShims_qmi_nas_connect_system_info(nas.p, { _, output, data in
             let s = Unmanaged<QMISession>.fromOpaque(data!).takeUnretainedValue()
             s.sink?(.systemInfo(QMIReplies.systemInfo(output, .indication)))
