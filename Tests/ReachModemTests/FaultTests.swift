@@ -250,16 +250,16 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
         }
     }
 
-    /// The shipped "port vanishes" scenario through a ModemMonitor: the port closes 1.5 s in and comes back 1.5 s
-    /// later; the consumer sees it go and come back.
+    /// The shipped "port vanishes" scenario through a ModemMonitor: the port closes 1.5 s after the simulator
+    /// starts and comes back 1.5 s later; the consumer sees it go (present false) and come back whole (reopened).
+    /// (On a loaded machine the first read may still be running when the port closes; the loss is then seen by
+    /// that read, so the test waits for the sequence, not for a first 4G update.)
     @Test func mbimPortVanishesAndComesBack() async throws {
         let sim = try Simulator(scenario: TestPaths.scenarios + "/mbim-fault-port-vanishes.json")
         let updates = MonitorTests.Collector(MonitorTests.monitor(sim, .mbim).updates())
         defer { Task { await updates.stop() } }
-        let first = try await updates.next()
-        #expect(first.state.generation == .g4)
         let lost = try await updates.next { !$0.state.present }
-        #expect([.portLost, .openFailed].contains(lost.cause))
+        #expect([.initialRead, .portLost, .openFailed].contains(lost.cause))
         let back = try await updates.next { $0.state.present && $0.state.error == nil }
         #expect(back.cause == .reopened)
         #expect(back.state.generation == .g4)

@@ -54,6 +54,19 @@ import ReachCore
 
     static func count(_ log: String, _ needle: String) -> Int { log.components(separatedBy: needle).count - 1 }
 
+    /// Waits until the monitor has asked the modem for its indications (the simulator sends indications only to
+    /// clients that registered): QMI Register Indications twice (registration, then signal); MBIM needs no
+    /// registration, but the Signal State set comes last.
+    static func subscribed(_ sim: Simulator, _ proto: String, timeout: Duration = .seconds(10)) async throws {
+        let (needle, times) = proto == "qmi" ? ("nas:register_indications response", 2) : ("signal_state set", 1)
+        let deadline = ContinuousClock.now + timeout
+        while count(sim.log, needle) < times {
+            guard ContinuousClock.now < deadline else { throw SimulatorError("no '\(needle)' in the frame log") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(50))  // the response is logged before the client has read it
+    }
+
     @Test(arguments: [("qmi", "nas:get_system_info request"), ("mbim", "basic_connect:register_state query")])
     func ratFlipArrivesAsAnIndication(proto: String, registrationRequest: String) async throws {
         let sim = try Simulator(
@@ -65,7 +78,7 @@ import ReachCore
         let first = try await updates.next()
         #expect(first.cause == .initialRead)
         #expect(first.state.generation == .g4)
-        try await Task.sleep(for: .milliseconds(200))  // let the subscription finish before the change
+        try await Self.subscribed(sim, proto)
 
         let reply = try sim.control(#"{"set": {"access_technologies": ["lte", "5gnr"], "signal": {"rssi_dbm": -63, "rsrp_dbm": -92, "sinr_db": 14, "nr": {"rsrp_dbm": -88, "sinr_db": 18}}}}"#)
         #expect(!reply.contains("error"), "\(reply)")
@@ -92,7 +105,7 @@ import ReachCore
         defer { Task { await updates.stop() } }
         let first = try await updates.next()
         #expect(first.state.bars == 4)  // RSRP -84 ≥ -85, RSRQ -8 ≥ -12, SNR 20 ≥ 13
-        try await Task.sleep(for: .milliseconds(200))
+        try await Self.subscribed(sim, proto)
         try sim.control(#"{"set": {"signal": {"rssi_dbm": -99, "rsrp_dbm": -112, "rsrq_db": -18, "sinr_db": 0}}}"#)
         let weak = try await updates.next { $0.state.bars != 4 }
         #expect(weak.cause == .indication)
