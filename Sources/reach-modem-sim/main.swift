@@ -130,7 +130,6 @@ let signalPipe: (read: Int32, write: Int32) = {
     Sys.setNonBlocking(fds[1])
     return (fds[0], fds[1])
 }()
-_ = signalPipe
 for sig in [SIGTERM, SIGINT] {
     signal(sig) { _ in
         var b: UInt8 = 1
@@ -347,5 +346,8 @@ struct SimulatorLoop {
     }
 }
 
-var simulator = SimulatorLoop(options: options, engine: ModemEngine(scenario: scenario, capture: capture))
-simulator.run()
+func runSimulator() -> Never {
+    var simulator = SimulatorLoop(options: options, engine: ModemEngine(scenario: scenario, capture: capture))
+    simulator.run()
+}
+runSimulator()

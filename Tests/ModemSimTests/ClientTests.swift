@@ -52,19 +52,19 @@ struct QMIClientTests {
         "qmi-denied-reject-cause", "qmi-sim-pin-required", "qmi-sim-absent",
     ]
 
-    func qmicli(_ sim: SimProcess, _ args: String..., seconds: Double = 10) throws -> RunResult {
-        try run("qmicli", ["-d", sim.pty, "--device-open-qmi"] + args, seconds: seconds)
+    func qmicli(_ sim: SimProcess, _ args: String..., seconds: Double = 10) async throws -> RunResult {
+        try await run("qmicli", ["-d", sim.pty, "--device-open-qmi"] + args, seconds: seconds)
     }
 
     @Test(arguments: generationScenarios)
-    func qmicliAgreesWithTheScenario(file: String) throws {
+    func qmicliAgreesWithTheScenario(file: String) async throws {
         let scenario = try Repo.scenario(file)
         let st = scenario.state
-        let sim = try SimProcess(scenario: file)
+        let sim = try await SimProcess.start(scenario: file)
         defer { sim.stop() }
 
         // NAS Get System Info: the family in use, its status, PLMN and roaming.
-        let si = try qmicli(sim, "--nas-get-system-info")
+        let si = try await qmicli(sim, "--nas-get-system-info")
         #expect(si.status == 0 && si.stdout.contains("Successfully got system info"), "\(si.stderr)")
         let nsa = st.accessTechnologies.isNonStandalone5G
         for family in st.accessTechnologies.families {
@@ -87,7 +87,7 @@ struct QMIClientTests {
         }
 
         // NAS Get Serving System: registration, radio interface, operator.
-        let ss = try qmicli(sim, "--nas-get-serving-system")
+        let ss = try await qmicli(sim, "--nas-get-serving-system")
         #expect(ss.value("Registration state") == QMICLINames.registration(st.registration), "\(ss.stdout)")
         if st.isRegistered, let op = st.networkOperator {
             let radio = nsa ? "lte" : QMICLINames.family(st.accessTechnologies.families.last!).radio
@@ -99,7 +99,7 @@ struct QMIClientTests {
         }
 
         // NAS Get Signal Info: the scenario's values, per family.
-        let sig = try qmicli(sim, "--nas-get-signal-info")
+        let sig = try await qmicli(sim, "--nas-get-signal-info")
         #expect(sig.status == 0, "\(sig.stderr)")
         let s = st.signal
         let families = st.accessTechnologies.families
@@ -122,7 +122,7 @@ struct QMIClientTests {
         if families.isEmpty { #expect(!sig.stdout.contains("dBm"), "\(sig.stdout)") }
 
         // NAS Get Signal Strength (the fallback path): the serving RSSI.
-        let strength = try qmicli(sim, "--nas-get-signal-strength")
+        let strength = try await qmicli(sim, "--nas-get-signal-strength")
         if let family = families.last, let rssi = s.rssi, family != .nr || nsa {
             let radio = nsa ? "lte" : QMICLINames.family(family).radio
             #expect(strength.value("Network '\(radio)'", after: "Current:") == "\(Int(rssi)) dBm", "\(strength.stdout)")
@@ -131,10 +131,10 @@ struct QMIClientTests {
         }
 
         // DMS and UIM: identity and SIM state.
-        let ids = try qmicli(sim, "--dms-get-ids")
+        let ids = try await qmicli(sim, "--dms-get-ids")
         #expect(ids.value("IMEI") == scenario.device.imei)
-        let card = try qmicli(sim, "--uim-get-card-status")
-        let pin = try qmicli(sim, "--dms-uim-get-pin-status")
+        let card = try await qmicli(sim, "--uim-get-card-status")
+        let pin = try await qmicli(sim, "--dms-uim-get-pin-status")
         switch st.sim {
         case .absent:
             #expect(card.value("Card state") == "absent")
@@ -150,36 +150,36 @@ struct QMIClientTests {
     }
 
     @Test(arguments: ["qmi-fallback-invalid-qmi-command", "qmi-fallback-not-supported"])
-    func fallbackFirmwareRefusesNewMessagesAndAnswersOldOnes(file: String) throws {
+    func fallbackFirmwareRefusesNewMessagesAndAnswersOldOnes(file: String) async throws {
         let scenario = try Repo.scenario(file)
-        let sim = try SimProcess(scenario: file)
+        let sim = try await SimProcess.start(scenario: file)
         defer { sim.stop() }
         let name = scenario.qmi.unsupportedError == QMIError.invalidQMICommand ? "(71): 'InvalidQmiCommand'" : "(94): 'NotSupported'"
-        #expect(try qmicli(sim, "--nas-get-system-info").stderr.contains(name))
-        #expect(try qmicli(sim, "--nas-get-signal-info").stderr.contains(name))
-        let ss = try qmicli(sim, "--nas-get-serving-system")
+        #expect(try await qmicli(sim, "--nas-get-system-info").stderr.contains(name))
+        #expect(try await qmicli(sim, "--nas-get-signal-info").stderr.contains(name))
+        let ss = try await qmicli(sim, "--nas-get-serving-system")
         #expect(ss.value("Registration state") == "registered" && ss.value("Description") == scenario.state.networkOperator?.name)
-        let strength = try qmicli(sim, "--nas-get-signal-strength")
+        let strength = try await qmicli(sim, "--nas-get-signal-strength")
         #expect(strength.stdout.contains("'\(Int(scenario.state.signal.rssi!)) dBm'"), "\(strength.stdout)")
     }
 
-    @Test func dmsAnswersCarryTheDevice() throws {
+    @Test func dmsAnswersCarryTheDevice() async throws {
         let scenario = try Repo.scenario("qmi-4g-lte")
-        let sim = try SimProcess(scenario: "qmi-4g-lte")
+        let sim = try await SimProcess.start(scenario: "qmi-4g-lte")
         defer { sim.stop() }
-        #expect(try qmicli(sim, "--dms-get-manufacturer").value("Manufacturer") == scenario.device.manufacturer)
-        #expect(try qmicli(sim, "--dms-get-model").value("Model") == scenario.device.model)
-        #expect(try qmicli(sim, "--dms-get-revision").value("Revision") == scenario.device.revision)
-        #expect(try qmicli(sim, "--dms-get-msisdn").value("MSISDN") == scenario.identifiers.msisdn)
-        #expect(try qmicli(sim, "--dms-uim-get-iccid").value("ICCID") == scenario.identifiers.iccid)
-        #expect(try qmicli(sim, "--dms-uim-get-imsi").value("IMSI") == scenario.identifiers.imsi)
-        #expect(try qmicli(sim, "--nas-get-home-network").value("Description") == "Telekom.de")
-        let caps = try qmicli(sim, "--dms-get-capabilities")
+        #expect(try await qmicli(sim, "--dms-get-manufacturer").value("Manufacturer") == scenario.device.manufacturer)
+        #expect(try await qmicli(sim, "--dms-get-model").value("Model") == scenario.device.model)
+        #expect(try await qmicli(sim, "--dms-get-revision").value("Revision") == scenario.device.revision)
+        #expect(try await qmicli(sim, "--dms-get-msisdn").value("MSISDN") == scenario.identifiers.msisdn)
+        #expect(try await qmicli(sim, "--dms-uim-get-iccid").value("ICCID") == scenario.identifiers.iccid)
+        #expect(try await qmicli(sim, "--dms-uim-get-imsi").value("IMSI") == scenario.identifiers.imsi)
+        #expect(try await qmicli(sim, "--nas-get-home-network").value("Description") == "Telekom.de")
+        let caps = try await qmicli(sim, "--dms-get-capabilities")
         #expect(caps.value("Networks") == "gsm, umts, lte")
         // Version info and sync at open, as ModemManager opens (VERSION_INFO) and a restarted host does (SYNC).
-        let opened = try run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--device-open-version-info", "--device-open-sync", "--nas-get-system-info"])
+        let opened = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--device-open-version-info", "--device-open-sync", "--nas-get-system-info"])
         #expect(opened.status == 0 && opened.stdout.contains("LTE service"), "\(opened.stderr)")
-        let versions = try qmicli(sim, "--get-service-version-info")
+        let versions = try await qmicli(sim, "--get-service-version-info")
         #expect(versions.stdout.contains("nas (1.25)") && versions.stdout.contains("uim (1.46)"))
     }
 
@@ -189,79 +189,76 @@ struct QMIClientTests {
         ("qmi-nas-get-signal-strength-umts-101", "--nas-get-signal-strength", ["Network 'umts'": "-101 dBm"]),
         ("qmi-dms-get-ids", "--dms-get-ids", ["IMEI": "359225050039973", "ESN": "80997874"]),
     ])
-    func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) throws {
-        let sim = try SimProcess(replay: capture)
+    func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
+        let sim = try await SimProcess.start(replay: capture)
         defer { sim.stop() }
-        let r = try qmicli(sim, command)
+        let r = try await qmicli(sim, command)
         #expect(r.status == 0, "\(r.stderr)")
         for (label, value) in values { #expect(r.value(label) == value, "\(label) in\n\(r.stdout)") }
         if capture.contains("signal-strength") { #expect(r.value("Network 'umts'", after: "ECIO:") == "-8.5 dBm") }
         // Anything the capture does not hold: NOT_SUPPORTED, so a client falls back.
-        let other = try qmicli(sim, command == "--nas-get-system-info" ? "--nas-get-serving-system" : "--nas-get-system-info")
+        let other = try await qmicli(sim, command == "--nas-get-system-info" ? "--nas-get-serving-system" : "--nas-get-system-info")
         #expect(other.stderr.contains("'NotSupported'"), "\(other.stderr)")
     }
 
     // MARK: Faults, as a client sees them
 
-    @Test func silenceTimesOutWhileOtherRequestsWork() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-silent-signal")
+    @Test func silenceTimesOutWhileOtherRequestsWork() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-signal-info"], seconds: 2)
+        let silent = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-signal-info"], seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Successfully"))
-        #expect(try qmicli(sim, "--nas-get-system-info").status == 0)
+        #expect(try await qmicli(sim, "--nas-get-system-info").status == 0)
     }
 
-    @Test func slowRepliesArriveLate() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-slow-replies")
+    @Test func slowRepliesArriveLate() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-slow-replies")
         defer { sim.stop() }
-        let start = Date()
-        let r = try qmicli(sim, "--nas-get-serving-system")
-        let elapsed = Date().timeIntervalSince(start)
+        let r = try await qmicli(sim, "--nas-get-serving-system")
         #expect(r.status == 0 && r.value("Registration state") == "registered")
-        #expect(elapsed >= 1.5 && elapsed < 5, "took \(elapsed) s")
-        let quick = Date()
-        #expect(try qmicli(sim, "--dms-get-ids").status == 0)
-        #expect(Date().timeIntervalSince(quick) < 1.4)
+        #expect(r.seconds >= 1.5 && r.seconds < 5, "took \(r.seconds) s")
+        let quick = try await qmicli(sim, "--dms-get-ids")
+        #expect(quick.status == 0 && quick.seconds < 1.4, "took \(quick.seconds) s")
     }
 
-    @Test func errorStatusesReachTheClient() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-error-status")
+    @Test func errorStatusesReachTheClient() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-error-status")
         defer { sim.stop() }
-        #expect(try qmicli(sim, "--nas-get-system-info").stderr.contains("QMI protocol error (52): 'DeviceNotReady'"))
-        #expect(try qmicli(sim, "--nas-get-signal-info").stderr.contains("(74): 'InformationUnavailable'"))
-        #expect(try qmicli(sim, "--nas-get-signal-strength").status == 0)
+        #expect(try await qmicli(sim, "--nas-get-system-info").stderr.contains("QMI protocol error (52): 'DeviceNotReady'"))
+        #expect(try await qmicli(sim, "--nas-get-signal-info").stderr.contains("(74): 'InformationUnavailable'"))
+        #expect(try await qmicli(sim, "--nas-get-signal-strength").status == 0)
     }
 
-    @Test func garbageBreaksLibqmiFramingAndDMSStillWorks() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-garbage")
+    @Test func garbageBreaksLibqmiFramingAndDMSStillWorks() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-garbage")
         defer { sim.stop() }
-        let broken = try qmicli(sim, "--nas-get-system-info")
+        let broken = try await qmicli(sim, "--nas-get-system-info")
         #expect(broken.stderr.contains("endpoint hangup"), "\(broken.stderr)")
-        #expect(try qmicli(sim, "--dms-get-ids").value("IMEI") != nil)
+        #expect(try await qmicli(sim, "--dms-get-ids").value("IMEI") != nil)
         #expect(sim.logText.contains("garbage (48 bytes)"))
     }
 
-    @Test func truncatedFrameTimesOutOnceThenWorks() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-truncated-once")
+    @Test func truncatedFrameTimesOutOnceThenWorks() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-truncated-once")
         defer { sim.stop() }
-        let cut = try run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-system-info"], seconds: 2)
+        let cut = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-system-info"], seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Successfully"))
-        let whole = try qmicli(sim, "--nas-get-system-info")
+        let whole = try await qmicli(sim, "--nas-get-system-info")
         #expect(whole.status == 0 && whole.stdout.contains("LTE service"), "\(whole.stderr)")
     }
 
-    @Test func portVanishesAndComesBackBehindTheLink() throws {
-        let sim = try SimProcess(scenario: "qmi-fault-close-after-requests")
+    @Test func portVanishesAndComesBackBehindTheLink() async throws {
+        let sim = try await SimProcess.start(scenario: "qmi-fault-close-after-requests")
         defer { sim.stop() }
         // Allocate, Get IDs, Release: three answered requests.
-        #expect(try qmicli(sim, "--dms-get-ids").status == 0)
+        #expect(try await qmicli(sim, "--dms-get-ids").status == 0)
         // The fourth (this run's Allocate CID) is answered, then the port closes under the client.
-        let lost = try qmicli(sim, "--dms-get-ids", seconds: 5)
+        let lost = try await qmicli(sim, "--dms-get-ids", seconds: 5)
         #expect(lost.status != 0 && !lost.stdout.contains("IMEI"), "\(lost.stdout)")
-        let again = try sim.readLine(timeout: 5)
+        let again = try await sim.readLine(timeout: 5)
         #expect(again.hasPrefix("pty: /dev/pts/"))  // the kernel may hand out the same number again
-        _ = try sim.readLine(timeout: 2)  // link line
-        let viaLink = try run("qmicli", ["-d", sim.link, "--device-open-qmi", "--dms-get-ids"])
+        _ = try await sim.readLine(timeout: 2)  // link line
+        let viaLink = try await run("qmicli", ["-d", sim.link, "--device-open-qmi", "--dms-get-ids"])
         #expect(viaLink.status == 0 && viaLink.value("IMEI") != nil, "\(viaLink.stderr)")
     }
 }
@@ -282,8 +279,8 @@ struct MBIMClientTests {
         }
     }
 
-    func mbimcli(_ sim: SimProcess, _ version: MBIMExVersion, _ command: String, seconds: Double = 10) throws -> RunResult {
-        try run("mbimcli", ["-d", sim.pty] + Self.openFlag(version) + [command], seconds: seconds)
+    func mbimcli(_ sim: SimProcess, _ version: MBIMExVersion, _ command: String, seconds: Double = 10) async throws -> RunResult {
+        try await run("mbimcli", ["-d", sim.pty] + Self.openFlag(version) + [command], seconds: seconds)
     }
 
     static var cases: [(String, MBIMExVersion)] {
@@ -294,13 +291,13 @@ struct MBIMClientTests {
     }
 
     @Test(arguments: cases)
-    func mbimcliAgreesWithTheScenario(file: String, version: MBIMExVersion) throws {
+    func mbimcliAgreesWithTheScenario(file: String, version: MBIMExVersion) async throws {
         let scenario = try Repo.scenario(file)
         let st = scenario.state
-        let sim = try SimProcess(scenario: file)
+        let sim = try await SimProcess.start(scenario: file)
         defer { sim.stop() }
 
-        let reg = try mbimcli(sim, version, "--query-registration-state")
+        let reg = try await mbimcli(sim, version, "--query-registration-state")
         #expect(reg.status == 0, "\(reg.stderr)")
         let states: [RegistrationState: String] = [.home: "home", .roaming: "roaming", .searching: "searching", .denied: "denied", .idle: "deregistered"]
         #expect(reg.value("Register state") == states[st.registration], "\(reg.stdout)")
@@ -313,7 +310,7 @@ struct MBIMClientTests {
         if st.registration == .denied { #expect(reg.value("Network error") == "plmn-not-allowed", "\(reg.stdout)") }
         #expect((reg.value("Preferred data classes") != nil) == (version >= .v2))
 
-        let ps = try mbimcli(sim, version, "--query-packet-service-state")
+        let ps = try await mbimcli(sim, version, "--query-packet-service-state")
         let attached = st.packetService == .attached && st.isRegistered
         #expect(ps.value("Packet service state") == (attached ? "attached" : "detached"), "\(ps.stdout)")
         if attached {
@@ -333,7 +330,7 @@ struct MBIMClientTests {
             #expect((ps.value("Frequency range") != nil) == (version >= .v2))
         }
 
-        let sig = try mbimcli(sim, version, "--query-signal-state")
+        let sig = try await mbimcli(sim, version, "--query-signal-state")
         let saOnly = st.accessTechnologies == [.nr]
         let coded = saOnly || st.signal.rssi == nil ? 99 : Int(((st.signal.rssi! + 113) / 2).rounded(.down))
         #expect(sig.value("RSSI [0-31,99]") == String(coded), "\(sig.stdout)")
@@ -352,18 +349,18 @@ struct MBIMClientTests {
             }
         }
 
-        let sub = try mbimcli(sim, version, "--query-subscriber-ready-status")
+        let sub = try await mbimcli(sim, version, "--query-subscriber-ready-status")
         let ready: [SIMState: String] = [.ready: "initialized", .pinRequired: "device-locked", .absent: "sim-not-inserted"]
         #expect(sub.value("Ready state") == ready[st.sim], "\(sub.stdout)")
         if st.sim == .ready { #expect(sub.value("Subscriber ID") == scenario.identifiers.imsi) }
         #expect((sub.value("Flags") != nil) == (version >= .v3))
 
-        let caps = try mbimcli(sim, version, "--query-device-caps")
+        let caps = try await mbimcli(sim, version, "--query-device-caps")
         #expect(caps.value("Firmware info") == scenario.device.revision && caps.value("Hardware info") == scenario.device.model)
         #expect(caps.value("Device ID") == scenario.device.imei)
         #expect(caps.value("Data class")?.contains("5g-sa") == scenario.supports5G)
 
-        let pin = try mbimcli(sim, version, "--query-pin-state")
+        let pin = try await mbimcli(sim, version, "--query-pin-state")
         switch st.sim {
         case .absent: #expect(pin.stderr.contains("SimNotInserted"), "\(pin.stderr)")
         case .pinRequired: #expect(pin.value("PIN state") == "locked" && pin.value("PIN type") == "pin1", "\(pin.stdout)")
@@ -372,20 +369,20 @@ struct MBIMClientTests {
         #expect(sim.stop() == 0)
     }
 
-    @Test func olderHostsGetTheOlderLayouts() throws {
+    @Test func olderHostsGetTheOlderLayouts() async throws {
         // A v3 device opened with v2 answers v2 (5g-nsa); opened with no MBIMEx, v1.
-        let sim = try SimProcess(scenario: "mbim-5g-nsa-mbimex3")
+        let sim = try await SimProcess.start(scenario: "mbim-5g-nsa-mbimex3")
         defer { sim.stop() }
-        let v2 = try mbimcli(sim, .v2, "--query-packet-service-state")
+        let v2 = try await mbimcli(sim, .v2, "--query-packet-service-state")
         #expect(v2.value("Available data classes") == "lte, 5g-nsa" && v2.value("Data sub class") == nil, "\(v2.stdout)")
-        let v3 = try mbimcli(sim, .v3, "--query-packet-service-state")
+        let v3 = try await mbimcli(sim, .v3, "--query-packet-service-state")
         #expect(v3.value("Available data classes") == "lte, 5g" && v3.value("Data sub class") == "5g-endc", "\(v3.stdout)")
-        let v1 = try mbimcli(sim, .v1, "--query-packet-service-state")
+        let v1 = try await mbimcli(sim, .v1, "--query-packet-service-state")
         #expect(v1.value("Frequency range") == nil)
         // An MBIM 1.0 device asked for MBIMEx just stays at 1.0 (no Version CID listed).
-        let plain = try SimProcess(scenario: "mbim-4g-lte")
+        let plain = try await SimProcess.start(scenario: "mbim-4g-lte")
         defer { plain.stop() }
-        let asked = try mbimcli(plain, .v3, "--query-registration-state")
+        let asked = try await mbimcli(plain, .v3, "--query-registration-state")
         #expect(asked.status == 0 && asked.value("Preferred data classes") == nil)
     }
 
@@ -393,70 +390,67 @@ struct MBIMClientTests {
         ("mbim-register-state-umts-26006", "--query-registration-state", ["Provider ID": "26006", "Available data classes": "umts, hsdpa, hsupa", "Register state": "home"]),
         ("mbim-device-caps-huawei-e367", "--query-device-caps", ["Hardware info": "CP1E367UM", "Firmware info": "11.810.09.00.00", "Custom data class": "HSPA+"]),
     ])
-    func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) throws {
-        let sim = try SimProcess(replay: capture)
+    func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
+        let sim = try await SimProcess.start(replay: capture)
         defer { sim.stop() }
-        let r = try run("mbimcli", ["-d", sim.pty, command])
+        let r = try await run("mbimcli", ["-d", sim.pty, command])
         #expect(r.status == 0, "\(r.stderr)")
         for (label, value) in values { #expect(r.value(label) == value, "\(label) in\n\(r.stdout)") }
-        let other = try run("mbimcli", ["-d", sim.pty, "--query-signal-state"])
+        let other = try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"])
         #expect(other.stderr.contains("NoDeviceSupport"), "\(other.stderr)")
     }
 
     // MARK: Faults
 
-    @Test func silenceTimesOut() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-silent-signal")
+    @Test func silenceTimesOut() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try run("mbimcli", ["-d", sim.pty, "--query-signal-state"], seconds: 2)
+        let silent = try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"], seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Signal state"))
-        #expect(try run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
+        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
     }
 
-    @Test func slowRepliesArriveLate() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-slow-replies")
+    @Test func slowRepliesArriveLate() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-slow-replies")
         defer { sim.stop() }
-        let start = Date()
-        let r = try run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
-        let elapsed = Date().timeIntervalSince(start)
+        let r = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
         #expect(r.status == 0 && r.value("Register state") == "home")
-        #expect(elapsed >= 1.5 && elapsed < 5, "took \(elapsed) s")
+        #expect(r.seconds >= 1.5 && r.seconds < 5, "took \(r.seconds) s")
     }
 
-    @Test func errorStatusesReachTheClient() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-error-status")
+    @Test func errorStatusesReachTheClient() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-error-status")
         defer { sim.stop() }
-        #expect(try run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).stderr.contains("operation failed: Failure"))
-        #expect(try run("mbimcli", ["-d", sim.pty, "--query-signal-state"]).stderr.contains("operation failed: NoDeviceSupport"))
-        #expect(try run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"]).status == 0)
+        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).stderr.contains("operation failed: Failure"))
+        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"]).stderr.contains("operation failed: NoDeviceSupport"))
+        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"]).status == 0)
     }
 
-    @Test func garbageInsteadOfAnAnswerTimesOutOnce() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-garbage")
+    @Test func garbageInsteadOfAnAnswerTimesOutOnce() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-garbage")
         defer { sim.stop() }
-        let lost = try run("mbimcli", ["-d", sim.pty, "--query-registration-state"], seconds: 2)
+        let lost = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"], seconds: 2)
         #expect(lost.timedOut && !lost.stdout.contains("Registration status"))
-        let next = try run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
+        let next = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
         #expect(next.status == 0 && next.value("Register state") == "home", "\(next.stderr)")
     }
 
-    @Test func truncatedAnswersTimeOut() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-truncated")
+    @Test func truncatedAnswersTimeOut() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-truncated")
         defer { sim.stop() }
-        let cut = try run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"], seconds: 2)
+        let cut = try await run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"], seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Packet service status"))
-        #expect(try run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
+        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
     }
 
-    @Test func portVanishesAndComesBack() throws {
-        let sim = try SimProcess(scenario: "mbim-fault-port-vanishes")
+    @Test func portVanishesAndComesBack() async throws {
+        let sim = try await SimProcess.start(scenario: "mbim-fault-port-vanishes")
         defer { sim.stop() }
-        #expect(try run("mbimcli", ["-d", sim.link, "--query-registration-state"]).status == 0)
-        let again = try sim.readLine(timeout: 6)  // closed at 1.5 s, reopened at 3 s
+        let again = try await sim.readLine(timeout: 6)  // closed at 1.5 s, reopened at 3 s
         #expect(again.hasPrefix("pty: /dev/pts/"))
-        _ = try sim.readLine(timeout: 2)
+        _ = try await sim.readLine(timeout: 2)
         #expect(sim.logText.contains("port closed"))
-        let back = try run("mbimcli", ["-d", sim.link, "--query-registration-state"])
+        let back = try await run("mbimcli", ["-d", sim.link, "--query-registration-state"])
         #expect(back.status == 0 && back.value("Register state") == "home", "\(back.stderr)")
     }
 }

@@ -327,3 +327,74 @@ typealias QID = QMIMessageID
         #expect(try h.request(QMIService.nas, cid: nas, QID.nasGetSystemInfo).tlv(0x14) == [2, 2, 0])  // LTE, scenario
     }
 }
+
+/// Bad input of every kind must end in an error answer or silence, never a trap: random bytes, and real
+/// requests with bytes flipped, cut or repeated, fed in random-sized pieces.
+@Suite struct HostileInputTests {
+    static func mutations(of valid: [[UInt8]], seed: UInt64, count: Int) -> [[UInt8]] {
+        var rng = SplitMix64(seed: seed)
+        var out: [[UInt8]] = []
+        for i in 0..<count {
+            var b = valid[Int(rng.next() % UInt64(valid.count))]
+            switch i % 4 {
+            case 0: b = rng.bytes(Int(rng.next() % 80) + 1)
+            case 1: b[Int(rng.next() % UInt64(b.count))] ^= UInt8(truncatingIfNeeded: rng.next() | 1)
+            case 2: b = Array(b.prefix(Int(rng.next() % UInt64(b.count))))
+            default: b += b.prefix(Int(rng.next() % UInt64(b.count)))
+            }
+            out.append(b)
+        }
+        return out
+    }
+
+    @Test func qmiNeverTraps() throws {
+        var h = try QMIHarness(scenarioFile: "qmi-5g-nsa-endc")
+        let nas = try h.allocate(QMIService.nas)
+        let valid = [
+            QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: 1, messageID: QID.ctlAllocateCID, tlvs: [QMITLV(1, [3])]),
+            QMIMessage(service: QMIService.nas, clientID: nas, kind: .request, transactionID: 2, messageID: QID.nasSetEventReport, tlvs: [QMITLV(0x10, [1, 0]), QMITLV(0x13, [1, 1])]),
+            QMIMessage(service: QMIService.nas, clientID: nas, kind: .request, transactionID: 3, messageID: QID.nasGetSignalStrength, tlvs: [QMITLV(0x10, [0xFF, 0xFF])]),
+            QMIMessage(service: QMIService.uim, clientID: 1, kind: .request, transactionID: 4, messageID: QID.uimRegisterEvents, tlvs: [QMITLV(1, [1])]),
+            QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: 5, messageID: QID.ctlReleaseCID, tlvs: [QMITLV(1, [3, 9])]),
+        ].map { $0.encoded() }
+        var written = 0
+        for bytes in Self.mutations(of: valid, seed: 42, count: 4000) {
+            for w in h.raw(bytes).writes {
+                #expect(try QMIMessage.decode(w).kind != .request)
+                written += 1
+            }
+        }
+        #expect(written > 100)
+    }
+
+    @Test func mbimNeverTraps() throws {
+        var h = try MBIMHarness(scenarioFile: "mbim-5g-nsa-mbimex3")
+        try h.open()
+        var version = MBIMBufferBuilder()
+        version.u16(0x0100)
+        version.u16(0x0300)
+        let valid = [
+            MBIMMessage.command(tid: 1, service: MBIMServices.basicConnect, cid: 19, set: true, buffer: [1, 0, 0, 0, 8, 0, 0, 0, 24, 0, 0, 0]),
+            MBIMMessage.command(tid: 2, service: MBIMServices.msBasicConnectExtensions, cid: 15, buffer: version.build()),
+            MBIMMessage.command(tid: 3, service: MBIMServices.basicConnect, cid: 11, set: true, buffer: [5, 0, 0, 0]),
+            MBIMMessage.command(tid: 4, service: MBIMServices.basicConnect, cid: 3, set: true, buffer: []),
+            MBIMMessage(type: .open, transactionID: 5, code: 0),
+        ].map { $0.encoded() }
+        var written = 0
+        // OPEN with MaxControlTransfer 0 (one of the inputs) makes later replies fragment at 64 bytes.
+        var assembler = MBIMAssembler()
+        for bytes in Self.mutations(of: valid, seed: 7, count: 4000) {
+            for w in h.raw(bytes).writes {
+                for item in assembler.feed(w) {
+                    switch item {
+                    case let .message(m): #expect(m.type.rawValue & 0x8000_0000 != 0)
+                    case .incomplete: break
+                    case let .malformed(_, _, why): Issue.record("the simulator wrote a malformed message: \(why)")
+                    }
+                }
+                written += 1
+            }
+        }
+        #expect(written > 100)
+    }
+}

@@ -78,21 +78,42 @@ func launch(_ p: Process) throws {
     try p.run()
 }
 
+/// Runs blocking work (waiting for a process, reading a pty) on a thread of its own, off Swift concurrency's
+/// cooperative pool: a test that blocked a pool thread for seconds would starve every async test in the suite.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
 /// The result of running a program to its end (or to its time limit).
-struct RunResult {
+struct RunResult: Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
+    /// Wall time of the program itself (not the wait for a slot).
+    var seconds: Double = 0
     /// `timeout` killed it: the program did not finish within its limit.
     var timedOut: Bool { status == 124 || status == 137 }
 }
 
 /// Runs a program under coreutils' `timeout`, so a client that hangs fails the test instead of the run.
-func run(_ program: String, _ args: [String], seconds: Double = 10) throws -> RunResult {
+func run(_ program: String, _ args: [String], seconds: Double = 10) async throws -> RunResult {
+    try await offPool { try runBlocking(program, args, seconds: seconds) }
+}
+
+/// At most this many client programs at once: with every test free to start them, a 2-core machine would run a
+/// hundred at the same moment and slow the timing-sensitive tests of other suites.
+let clientSlots = DispatchSemaphore(value: 4)
+
+func runBlocking(_ program: String, _ args: [String], seconds: Double) throws -> RunResult {
+    clientSlots.wait()
+    defer { clientSlots.signal() }
     guard let timeoutPath = Tools.path("timeout") else { throw ToolMissing(description: "timeout (coreutils) is not installed") }
     guard let exe = Tools.path(program) ?? (program.hasPrefix("/") ? program : nil) else {
         throw ToolMissing(description: "\(program) is not installed (scripts/setup installs libqmi-utils, libmbim-utils)")
     }
+    let started = Date()
     let p = Process()
     p.executableURL = URL(fileURLWithPath: timeoutPath)
     p.arguments = ["-k", "2", String(seconds), exe] + args
@@ -109,11 +130,12 @@ func run(_ program: String, _ args: [String], seconds: Double = 10) throws -> Ru
     // would (128 + signal), which is what `timedOut` looks for.
     let status = p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
     return RunResult(
-        status: status, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        status: status, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self),
+        seconds: Date().timeIntervalSince(started))
 }
 
-/// A running reach-modem-sim; stopped with SIGTERM when the test ends.
-final class SimProcess {
+/// A running reach-modem-sim; stopped with SIGTERM when the test ends. Used by one test at a time.
+final class SimProcess: @unchecked Sendable {
     let process = Process()
     let stdout = Pipe()
     let stderr = Pipe()
@@ -123,7 +145,12 @@ final class SimProcess {
     let link: String
     let log: String
 
-    init(scenario: String? = nil, replay: String? = nil, extra: [String] = []) throws {
+    /// Starts the simulator and reads its "pty:" and "link:" lines, off the cooperative pool.
+    static func start(scenario: String? = nil, replay: String? = nil, extra: [String] = []) async throws -> SimProcess {
+        try await offPool { try SimProcess(scenario: scenario, replay: replay, extra: extra) }
+    }
+
+    private init(scenario: String?, replay: String?, extra: [String]) throws {
         guard let sim = Tools.simulator else {
             throw ToolMissing(description: "reach-modem-sim is not built next to the tests (swift build --build-tests)")
         }
@@ -140,19 +167,23 @@ final class SimProcess {
         process.standardOutput = stdout
         process.standardError = stderr
         try launch(process)
-        let first = try readLine(timeout: 5)
+        let first = try readLineBlocking(timeout: 5)
         guard first.hasPrefix("pty: /dev/pts/") else {
             process.terminate()
             throw ToolMissing(description: "reach-modem-sim did not announce its pty: '\(first)' \(errorText())")
         }
         pty = String(first.dropFirst(5))
-        _ = try readLine(timeout: 5)  // "link: PATH"
+        _ = try readLineBlocking(timeout: 5)  // "link: PATH"
     }
 
     private var pendingOut: [UInt8] = []
 
     /// The next line on the simulator's standard output, waiting at most `timeout` seconds.
-    func readLine(timeout: Double) throws -> String {
+    func readLine(timeout: Double) async throws -> String {
+        try await offPool { try self.readLineBlocking(timeout: timeout) }
+    }
+
+    func readLineBlocking(timeout: Double) throws -> String {
         let fd = stdout.fileHandleForReading.fileDescriptor
         let deadline = Date().addingTimeInterval(timeout)
         while true {
@@ -178,7 +209,11 @@ final class SimProcess {
     }
 
     /// One control-socket exchange: a JSON line in, the JSON reply line out.
-    func control(_ line: String) throws -> String {
+    func control(_ line: String) async throws -> String {
+        try await offPool { try self.controlBlocking(line) }
+    }
+
+    func controlBlocking(_ line: String) throws -> String {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ToolMissing(description: "socket failed") }
         defer { close(fd) }
