@@ -299,7 +299,11 @@ final class MBIMSession: @unchecked Sendable {
     /// allows; interval left to the device). MBIM devices send Register State, Packet Service, Signal State and
     /// Subscriber Ready Status notifications without being asked.
     func subscribe(_ sink: @escaping @Sendable (MBIMIndication) -> Void) async -> IndicationSupport {
-        await loop.run { self.sink = sink }
+        await loop.run {
+            self.sink = sink
+            // A hang-up between the read and now had nobody to tell; tell the new subscriber.
+            if self.calls.abortedWith != nil { sink(.removed) }
+        }
         do {
             _ = try await command(
                 "mbim_message_signal_state_set",

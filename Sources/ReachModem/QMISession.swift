@@ -564,6 +564,8 @@ final class QMISession: @unchecked Sendable {
     func subscribe(_ sink: @escaping @Sendable (QMIIndication) -> Void) async -> IndicationSupport {
         await loop.run {
             self.sink = sink
+            // A hang-up between the read and now had nobody to tell; tell the new subscriber.
+            if self.calls.abortedWith != nil { sink(.removed) }
             self.connectIndicationHandlers()
         }
         var support = IndicationSupport.none

@@ -57,7 +57,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let scenario = Scenario.registered(c.proto, rats: ["lte"], signal: #""rssi_dbm": -70, "rsrp_dbm": -95"#,
                                            extra: #""faults": \#(c.faults),"#)
         let sim = try Simulator(scenario: Scenario.file(scenario))
-        let options = ModemReadOptions(requestTimeout: Self.timeout)
+        // The per-request deadline is the subject here; the whole-read budget is set out of the way (it has its
+        // own test through reach, a process of its own, where the test runner's load cannot stretch the clock).
+        let options = ModemReadOptions(requestTimeout: Self.timeout, readTimeout: .seconds(30))
         let start = ContinuousClock.now
         let (health, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: c.proto == "qmi" ? .qmi : .mbim)],
                                                       options: options)
@@ -68,25 +70,38 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         for part in c.errorContains { #expect(error.contains(part), "\(error)") }
         #expect(state.present == c.present)
         if c.registrationRead { #expect(state.registration == .home) }
-        // Bounded: the whole read (open + requests + close) within the read timeout plus a margin for the close.
-        #expect(elapsed < options.readTimeout + .seconds(2), "\(elapsed)")
+        // No hang: the request deadline ended it (the error says so); this only guards against waiting forever.
+        #expect(elapsed < .seconds(25), "\(elapsed)")
     }
 
     /// A modem that does not answer at all must not hold up the rest of `reach status`: the route part is there,
     /// the modem has its error, within the modem timeout and a margin.
     @Test(arguments: ["qmi", "mbim"])
-    func silentModemDoesNotHoldUpStatus(proto: String) throws {
+    func silentModemDoesNotHoldUpStatus(proto: String) async throws {
         let sim = try Simulator(scenario: Scenario.file(Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#,
                                                                               extra: #""faults": ["silence"],"#)))
-        let start = Date()
-        let r = try runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
-        let elapsed = Date().timeIntervalSince(start)
+        let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
+        let elapsed = r.seconds
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         #expect(status["route"] != nil)
         #expect(status["wwan_status"] as? String == "none")
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect((modem["error"] as? String)?.contains("no answer") == true)
         #expect(elapsed < 5, "reach status took \(elapsed) s with a silent modem")
+    }
+
+    /// A modem that answers, but every NAS and DMS answer 0.8 s late, is cut at the read budget (three request
+    /// timeouts) with what it said so far: reach status returns in about 3 s, not the ten requests' 8 s.
+    @Test func slowModemIsCutAtTheReadBudget() async throws {
+        let slow = #"[{"delay": {"ms": 800, "messages": ["nas", "dms"]}}]"#
+        let sim = try Simulator(scenario: Scenario.file(Scenario.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#,
+                                                                              extra: #""faults": \#(slow),"#)))
+        let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):qmi", "--modem-timeout", "1"])
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
+        let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
+        #expect((modem["error"] as? String)?.hasPrefix("read incomplete after 3000 ms") == true, "\(modem["error"] ?? "")")
+        #expect(modem["generation"] as? String == "4g")  // registration came in before the budget ran out
+        #expect(r.seconds > 2.9 && r.seconds < 6, "reach status took \(r.seconds) s")
     }
 
     /// A port that is not there is reported absent, at once.
@@ -222,7 +237,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
     func endsInTheReportItsDescriptionPromises(_ c: ShippedFault) async throws {
         let sim = try Simulator(scenario: TestPaths.scenarios + "/" + c.file + ".json")
         let port = ModemPortSpec(path: sim.link, protocol: c.file.hasPrefix("qmi") ? .qmi : .mbim)
-        let options = ModemReadOptions(requestTimeout: c.timeout)
+        let options = ModemReadOptions(requestTimeout: c.timeout, readTimeout: .seconds(30))
         let start = ContinuousClock.now
         let (_, states) = await ModemReader.read([port], options: options)
         let elapsed = ContinuousClock.now - start
@@ -235,7 +250,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
         }
         if let generation = c.generation { #expect(state.generation == generation) }
         #expect(state.present == c.present)
-        #expect(elapsed < options.readTimeout + .seconds(2), "\(elapsed)")
+        #expect(elapsed < .seconds(25), "\(elapsed)")  // no hang; the request deadlines are checked via the errors
         if c.recovers {
             // A new session (after a reopened port, or past a one-shot fault) reads the modem whole.
             var again: ModemState?

@@ -25,7 +25,7 @@ import ReachCore
         private func append(_ u: ModemUpdate) { updates.append(u) }
 
         /// The next update (after those already handed out) that satisfies `condition`, within `timeout`.
-        func next(timeout: Duration = .seconds(10), where condition: @Sendable (ModemUpdate) -> Bool = { _ in true })
+        func next(timeout: Duration = .seconds(30), where condition: @Sendable (ModemUpdate) -> Bool = { _ in true })
             async throws -> ModemUpdate
         {
             let deadline = ContinuousClock.now + timeout

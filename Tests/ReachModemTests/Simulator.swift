@@ -196,25 +196,42 @@ enum Scenario {
     }
 }
 
-/// Runs the built `reach` binary and returns its exit status, standard output and standard error.
-func runReach(_ arguments: [String], timeout: TimeInterval = 60) throws -> (status: Int32, stdout: String, stderr: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: TestPaths.reach)
-    p.arguments = arguments
-    let out = Pipe()
-    let err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+/// Runs the built `reach` binary and returns its exit status, standard output, standard error and wall time. The
+/// blocking wait happens on a Dispatch thread, not on the Swift concurrency pool, so that other tests' tasks keep
+/// running (the pool has one thread per core, two in CI).
+func runReach(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String, seconds: Double) {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: TestPaths.reach)
+            p.arguments = arguments
+            let out = Pipe()
+            let errPath = NSTemporaryDirectory() + "reach-stderr-" + UUID().uuidString
+            _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+            defer { try? FileManager.default.removeItem(atPath: errPath) }
+            p.standardOutput = out
+            p.standardError = FileHandle(forWritingAtPath: errPath)
+            let start = Date()
+            do {
+                try p.run()
+            } catch {
+                continuation.resume(throwing: error)
+                return
+            }
+            let outData = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            let errData = FileManager.default.contents(atPath: errPath) ?? Data()
+            let seconds = Date().timeIntervalSince(start)
+            continuation.resume(returning: (
+                p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self),
+                seconds))
+        }
+    }
 }
 
 /// `reach status --json` parsed.
-func reachStatusJSON(_ arguments: [String]) throws -> [String: Any] {
-    let r = try runReach(["status", "--json", "--no-wifi"] + arguments)
+func reachStatusJSON(_ arguments: [String]) async throws -> [String: Any] {
+    let r = try await runReach(["status", "--json", "--no-wifi"] + arguments)
     guard let object = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
         throw SimulatorError("reach status printed no JSON (exit \(r.status)): \(r.stdout) \(r.stderr)")
     }

@@ -60,9 +60,9 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     ]
 
     @Test(arguments: cases)
-    func generationAndBars(_ c: GenerationCase) throws {
+    func generationAndBars(_ c: GenerationCase) async throws {
         let sim = try Simulator(scenario: Scenario.file(Scenario.registered(c.proto, rats: c.rats, signal: c.signal, mbimex: c.mbimex)))
-        let status = try reachStatusJSON(["--modem", "\(sim.link):\(c.proto)"])
+        let status = try await reachStatusJSON(["--modem", "\(sim.link):\(c.proto)"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == c.generation)
         #expect(modem["generation"] as? String == c.generation)
@@ -77,7 +77,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     }
 
     /// Every scenario the simulator ships (hw/scenarios) gives the generation and registration its state declares.
-    @Test func everyShippedScenario() throws {
+    @Test func everyShippedScenario() async throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: TestPaths.scenarios).filter { $0.hasSuffix(".json") }
         #expect(!files.isEmpty, "no scenarios in \(TestPaths.scenarios)")
         for file in files.sorted() {
@@ -90,7 +90,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
             let registered = ["home", "roaming"].contains(state["registration"] as? String)
             let expected = registered ? rats.generation.name : "none"
             let sim = try Simulator(scenario: path)
-            let status = try reachStatusJSON(["--modem", "\(sim.link):\(proto)"])
+            let status = try await reachStatusJSON(["--modem", "\(sim.link):\(proto)"])
             let modem = try #require((status["wwan"] as? [[String: Any]])?.first, "\(file)")
             #expect(modem["generation"] as? String == expected, "\(file)")
             #expect(modem["registration"] as? String == (state["registration"] as? String), "\(file)")
@@ -99,13 +99,13 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// IMEI, IMSI, ICCID and MSISDN never appear unless asked for.
     @Test(arguments: ["qmi", "mbim"])
-    func identifiersOnlyWhenAsked(proto: String) throws {
+    func identifiersOnlyWhenAsked(proto: String) async throws {
         let sim = try Simulator(scenario: Scenario.file(Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#)))
-        let plain = try runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]).stdout
+        let plain = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]).stdout
         for id in ["356938035643809", "262011234567890", "89490200001234567890", "4915112345678", "identifiers"] {
             #expect(!plain.contains(id), "\(id) printed without --show-identifiers")
         }
-        let shown = try reachStatusJSON(["--modem", "\(sim.link):\(proto)", "--show-identifiers"])
+        let shown = try await reachStatusJSON(["--modem", "\(sim.link):\(proto)", "--show-identifiers"])
         let ids = try #require(((shown["wwan"] as? [[String: Any]])?.first)?["identifiers"] as? [String: Any])
         #expect(ids["imei"] as? String == "356938035643809")
         #expect(ids["imsi"] as? String == "262011234567890")
@@ -139,9 +139,9 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 @Suite struct ReplayTests {
     /// libqmi test_generated_nas_get_serving_system: the modem has no System Info, so GatewayReach falls back to
     /// Serving System: registered on UMTS with HSDPA/HSUPA/WCDMA capabilities, 222/50, "Iliad" (GSM 7-bit).
-    @Test func servingSystemUMTSIsThreeG() throws {
+    @Test func servingSystemUMTSIsThreeG() async throws {
         let sim = try Simulator(replay: TestPaths.captures + "/qmi-nas-get-serving-system-umts-iliad.json")
-        let status = try reachStatusJSON(["--modem", "\(sim.link):qmi"])
+        let status = try await reachStatusJSON(["--modem", "\(sim.link):qmi"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "3g")
         #expect(modem["access_technologies"] as? [String] == ["umts", "hsdpa", "hsupa"])
@@ -152,9 +152,9 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     }
 
     /// libqmi test_generated_nas_get_system_info (libqmi#33): LTE, MNC "24" padded with 0xFF.
-    @Test func systemInfoLTEIsFourG() throws {
+    @Test func systemInfoLTEIsFourG() async throws {
         let sim = try Simulator(replay: TestPaths.captures + "/qmi-nas-get-system-info-lte-530-24.json")
-        let status = try reachStatusJSON(["--modem", "\(sim.link):qmi"])
+        let status = try await reachStatusJSON(["--modem", "\(sim.link):qmi"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "4g")
         let op = try #require(modem["operator"] as? [String: Any])
@@ -173,9 +173,9 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     }
 
     /// libmbim test_basic_connect_register_state: home, UMTS/HSDPA/HSUPA, provider 26006.
-    @Test func mbimRegisterStateUMTSIsThreeG() throws {
+    @Test func mbimRegisterStateUMTSIsThreeG() async throws {
         let sim = try Simulator(replay: TestPaths.captures + "/mbim-register-state-umts-26006.json")
-        let status = try reachStatusJSON(["--modem", "\(sim.link):mbim", "--modem-timeout", "2"])
+        let status = try await reachStatusJSON(["--modem", "\(sim.link):mbim", "--modem-timeout", "2"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "3g")
         #expect(modem["generation"] as? String == "3g")
