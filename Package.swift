@@ -20,6 +20,8 @@ let package = Package(
     targets: [
         // Pure logic: no C module, no I/O.
         .target(name: "ReachCore", linkerSettings: [.linkedLibrary("m")]),
+        // The command-line parser (pure; replaces swift-argument-parser, see its header).
+        .target(name: "ReachCommandLine"),
 
         // System libraries, one per pkg-config file.
         .systemLibrary(name: "CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
@@ -68,6 +70,7 @@ let package = Package(
         .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
+        .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
         .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
