@@ -86,6 +86,8 @@ final class Simulator: @unchecked Sendable {
     let controlPath: String?
     private var child: Child?
     private let dir: String
+    /// A scenario file written by `Scenario.file`, removed with the simulator.
+    private let ownedScenario: String?
 
     /// Starts the simulator on a scenario file or a replay capture. Fails (throws) when the binary is missing or
     /// does not come up: a missing simulator is a broken build, not a reason to skip.
@@ -95,6 +97,7 @@ final class Simulator: @unchecked Sendable {
         link = dir + "/modem"
         logPath = dir + "/frames.log"
         controlPath = control ? dir + "/control.sock" : nil
+        ownedScenario = scenario.flatMap { $0.hasPrefix(Scenario.prefix) ? $0 : nil }
         guard FileManager.default.isExecutableFile(atPath: TestPaths.simulator) else {
             throw SimulatorError("reach-modem-sim not built at \(TestPaths.simulator) (swift build --build-tests)")
         }
@@ -151,6 +154,7 @@ final class Simulator: @unchecked Sendable {
     deinit {
         stop()
         try? FileManager.default.removeItem(atPath: dir)
+        if let ownedScenario { try? FileManager.default.removeItem(atPath: ownedScenario) }
     }
 }
 
@@ -161,9 +165,11 @@ struct SimulatorError: Error, CustomStringConvertible {
 
 /// Scenario files written for a test (the simulator's format, hw/scenarios/README.md).
 enum Scenario {
-    /// Writes `json` to a temporary file and returns its path.
+    static let prefix = NSTemporaryDirectory() + "reach-scenario-"
+
+    /// Writes `json` to a temporary file and returns its path; the `Simulator` started on it removes it.
     static func file(_ json: String) throws -> String {
-        let path = NSTemporaryDirectory() + "reach-scenario-" + UUID().uuidString.prefix(8) + ".json"
+        let path = prefix + UUID().uuidString.prefix(8) + ".json"
         try json.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
