@@ -34,9 +34,12 @@ let package = Package(
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
         // Adapters: one per source; each returns ReachCore values.
-        .target(name: "ReachGLib", dependencies: ["CGLibShims"]),
+        .target(
+            name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ReachRoutes", dependencies: ["ReachCore", "CNetlinkShims"]),
-        .target(name: "ReachModem", dependencies: ["ReachCore", "ReachGLib", "CGLibShims"]),
+        .target(
+            name: "ReachModem",
+            dependencies: ["ReachCore", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
 
         // The embeddable API.
@@ -73,6 +76,11 @@ let package = Package(
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
         // built reach-modem-sim driven by Debian's qmicli/mbimcli.
         .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
+        // The WWAN adapter against fake sysfs trees, libmbim-parsed captures, and the built reach-modem-sim and
+        // reach (listed so that `swift build --build-tests` builds them).
+        .testTarget(
+            name: "ReachModemTests",
+            dependencies: ["ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "reach", "reach-modem-sim"]),
         .testTarget(
             name: "ReachAgentTests",
             dependencies: [

@@ -1,0 +1,46 @@
+// GLib's log records (libqmi's and libmbim's g_debug/g_warning…) routed into swift-log at debug level, so that a
+// pty transport's harmless warnings do not reach stderr and a user who asks for debug output sees them with the
+// rest of GatewayReach's log.
+
+import CGLibShims
+import Logging
+import Synchronization
+
+public enum GLibLog {
+    private static let logger = Mutex<Logger?>(nil)
+
+    /// Sets the logger GLib records go to (at debug level, with `glib.domain` and `glib.level` metadata).
+    /// Without one they are dropped.
+    public static func route(to logger: Logger?) {
+        self.logger.withLock { $0 = logger }
+        installWriter()
+    }
+
+    /// Installs the writer (once per process; GLib allows no second writer).
+    static func installWriter() {
+        _ = CGLibShims_install_log_writer { level, domain, message in
+            GLibLog.emit(level: level, domain: domain, message: message)
+        }
+    }
+
+    private static func emit(level: CInt, domain: UnsafePointer<CChar>?, message: UnsafePointer<CChar>?) {
+        guard let logger = logger.withLock({ $0 }), logger.logLevel <= .debug else { return }
+        let text = message.map { String(cString: $0) } ?? ""
+        logger.debug(
+            "\(text)",
+            metadata: [
+                "glib.domain": .string(domain.map { String(cString: $0) } ?? "GLib"),
+                "glib.level": .string(levelName(level)),
+            ])
+    }
+
+    static func levelName(_ level: CInt) -> String {
+        let l = Int32(level)
+        if l & G_LOG_LEVEL_ERROR.rawValue != 0 { return "error" }
+        if l & G_LOG_LEVEL_CRITICAL.rawValue != 0 { return "critical" }
+        if l & G_LOG_LEVEL_WARNING.rawValue != 0 { return "warning" }
+        if l & G_LOG_LEVEL_MESSAGE.rawValue != 0 { return "message" }
+        if l & G_LOG_LEVEL_INFO.rawValue != 0 { return "info" }
+        return "debug"
+    }
+}

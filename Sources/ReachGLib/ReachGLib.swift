@@ -1,2 +1,0 @@
-// ReachGLib: see DESIGN in README; filled by its issue.
-public enum ReachGLibNamespace {}

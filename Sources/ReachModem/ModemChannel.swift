@@ -1,0 +1,336 @@
+// One modem behind one control port, whichever its protocol: open, read everything, take indications, poll what
+// the modem does not announce, close. Both `ModemReader` (one read for `reach status`) and `ModemMonitor` (a stream
+// for the agent) drive modems through this.
+
+import CGLibShims
+import Logging
+import ReachCore
+import ReachGLib
+
+/// Something that happened to a channel after it was opened.
+enum ChannelEvent: Sendable {
+    case qmi(QMIIndication)
+    case mbim(MBIMIndication)
+    /// Time to poll what the modem does not announce.
+    case poll
+}
+
+actor ModemChannel {
+    private enum Session {
+        case qmi(QMISession)
+        case mbim(MBIMSession)
+    }
+
+    let spec: ModemPortSpec
+    private let session: Session
+    private let logger: Logger
+    private let quirks: ModemQuirks
+    private(set) var state: ModemState
+    private var qmi = QMIModemReadings()
+    private var mbim = MBIMModemReadings()
+    private var readStaticInfo = false
+
+    private init(spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks) {
+        self.spec = spec
+        self.session = session
+        self.logger = logger
+        self.quirks = quirks
+        var state = ModemState(device: spec.path, protocol: p)
+        state.interface = spec.interface
+        self.state = state
+    }
+
+    /// A state for a port that could not be opened or read at all.
+    static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
+        var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
+        state.interface = spec.interface
+        state.error = ModemChannel.describe(error)
+        state.present = present ?? !ModemChannel.meansGone(error)
+        return state
+    }
+
+    /// Opens the port named by `spec` (its protocol must be known).
+    static func open(_ spec: ModemPortSpec, options: ModemReadOptions, quirks: ModemQuirks) async throws -> ModemChannel {
+        guard let p = spec.protocol else {
+            throw ModemError("protocol unknown (name the port as PATH:qmi or PATH:mbim)")
+        }
+        switch DeviceNode.check(spec.path) {
+        case .missing: throw PortGone(message: "no such device node")
+        case .notCharacterDevice: throw ModemError("not a character device")
+        case .characterDevice: break
+        }
+        var logger = options.logger
+        logger[metadataKey: "modem.device"] = "\(spec.path)"
+        switch p {
+        case .qmi:
+            let s = try await QMISession.open(
+                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy, logger: logger)
+            return ModemChannel(spec: spec, protocol: p, session: .qmi(s), logger: logger, quirks: quirks)
+        case .mbim:
+            let s = try await MBIMSession.open(
+                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy,
+                mbimex: quirks.mbimex != .none, logger: logger)
+            return ModemChannel(spec: spec, protocol: p, session: .mbim(s), logger: logger, quirks: quirks)
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads everything: registration, signal, SIM, then (once) operator name, identifiers and device info.
+    /// A protocol error on one request is recorded in `state.error` and the others are still read; a transport
+    /// failure (no answer, port gone) stops the read. `state` holds whatever was learnt either way.
+    @discardableResult
+    func readAll() async -> Bool {
+        state.error = nil
+        return await step { s in
+            switch s {
+            case let .qmi(q):
+                try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) }
+                try await self.guarded { self.qmi = try await q.readSignal(self.qmi) }
+                try await self.guarded { self.qmi.sim = try await q.sim() }
+                try await self.readQMIStatic(q)
+            case let .mbim(m):
+                if !self.readStaticInfo { try await self.readMBIMCaps(m) }
+                try await self.readMBIMNetwork(m)
+                try await self.guarded { self.mbim.signal = try await m.signalState() }
+                try await self.guarded { try await self.readMBIMSIM(m) }
+                self.readStaticInfo = true
+            }
+        }
+    }
+
+    /// Re-reads only what the modem does not announce. False when the modem stopped answering or went away.
+    @discardableResult
+    func poll(_ support: IndicationSupport) async -> Bool {
+        await step { s in
+            switch s {
+            case let .qmi(q):
+                if !support.registration { try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) } }
+                if !support.signal { try await self.guarded { self.qmi = try await q.readSignal(self.qmi) } }
+                if !support.sim { try await self.guarded { self.qmi.sim = try await q.sim() } }
+            case let .mbim(m):
+                if !support.registration { try await self.readMBIMNetwork(m) }
+                if !support.signal { try await self.guarded { self.mbim.signal = try await m.signalState() } }
+                if !support.sim { try await self.guarded { try await self.readMBIMSIM(m) } }
+            }
+        }
+    }
+
+    private func readQMIStatic(_ q: QMISession) async throws {
+        if qmi.systemInfo != nil && qmi.servingSystem?.operatorName == nil {
+            try await guarded {
+                // Operator name is a nicety: a modem that does not know the request is not an error.
+                do {
+                    self.qmi.operatorName = try await q.operatorName()
+                } catch let e as GLibError where e.isQMIProtocolError {
+                    self.logger.debug("QMI operator name unavailable", metadata: ["error": "\(e)"])
+                }
+            }
+        }
+        guard !readStaticInfo else { return }
+        try await guarded { self.state.identifiers = try await q.identifiers() }
+        try await guarded {
+            let info = try await q.deviceInfo()
+            self.state.model = info.model
+            self.state.manufacturer = info.manufacturer
+            self.state.firmware = info.firmware
+        }
+        readStaticInfo = true
+    }
+
+    private func readMBIMCaps(_ m: MBIMSession) async throws {
+        do {
+            let caps = try await m.deviceCaps()
+            state.identifiers.imei = caps.deviceID
+            state.firmware = caps.firmware
+            state.model = caps.hardware
+            if caps.customDataClass == nil, let quirk = quirks.customDataClass {
+                await m.useCustomDataClass(quirk, capsDataClass: caps.dataClass)
+            }
+        } catch let e as GLibError where e.isMBIMStatusError {
+            logger.debug("MBIM Device Caps unavailable", metadata: ["error": "\(e)"])
+            if let quirk = quirks.customDataClass {
+                await m.useCustomDataClass(quirk, capsDataClass: MBIMDataClass.custom.rawValue)
+            }
+        }
+        mbim.network?.customDataClass = await m.customDataClass
+    }
+
+    /// Register State, then Packet Service, each kept as soon as it is read (a Packet Service that never comes
+    /// still leaves the registration known). A device that refuses Packet Service (some do while detached) is
+    /// not an error: Register State's data classes decide then.
+    private func readMBIMNetwork(_ m: MBIMSession) async throws {
+        try await guarded { self.mbim.network = try await m.registration() }
+        guard mbim.network != nil else { return }
+        do {
+            let packet = try await m.packetService()
+            mbim.network?.apply(packet)
+        } catch let e as GLibError where e.isMBIMStatusError {
+            logger.debug("MBIM Packet Service query failed", metadata: ["error": "\(e)"])
+        }
+    }
+
+    private func readMBIMSIM(_ m: MBIMSession) async throws {
+        let (sim, subscriber) = try await m.sim()
+        mbim.sim = sim
+        state.identifiers.imsi = subscriber.imsi ?? state.identifiers.imsi
+        state.identifiers.iccid = subscriber.iccid ?? state.identifiers.iccid
+        state.identifiers.msisdn = subscriber.numbers.first ?? state.identifiers.msisdn
+    }
+
+    /// Runs one request; a protocol-level failure is recorded (first one wins) and swallowed, anything else
+    /// (timeout, cancellation, port gone) is rethrown to end the read.
+    private func guarded(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let e as GLibError where e.isQMIProtocolError || e.isMBIMStatusError || isParseError(e) {
+            logger.debug("Modem request failed", metadata: ["error": "\(e)"])
+            if state.error == nil { state.error = ModemChannel.describe(e) }
+        } catch let e as ModemError {
+            logger.debug("Modem reply unusable", metadata: ["error": "\(e)"])
+            if state.error == nil { state.error = e.description }
+        }
+    }
+
+    private func isParseError(_ e: GLibError) -> Bool {
+        e.isDomain(qmi_core_error_quark) || e.isDomain(mbim_core_error_quark)
+    }
+
+    /// Runs a read, then derives the state from the readings; a transport failure ends up in `state` and makes
+    /// the result false.
+    private func step(_ body: (Session) async throws -> Void) async -> Bool {
+        var ok = true
+        do {
+            try await body(session)
+        } catch {
+            logger.debug("Modem read stopped", metadata: ["error": "\(error)"])
+            state.error = ModemChannel.describe(error)
+            if ModemChannel.meansGone(error) { state.present = nodeExists }
+            ok = false
+        }
+        deriveState()
+        return ok
+    }
+
+    private func deriveState() {
+        switch session {
+        case .qmi: qmi.apply(to: &state)
+        case .mbim:
+            mbim.apply(to: &state)
+        }
+    }
+
+    // MARK: Indications
+
+    /// Asks the modem to announce changes; they arrive through `sink` as `ChannelEvent`s.
+    func subscribe(_ sink: @escaping @Sendable (ChannelEvent) -> Void) async -> IndicationSupport {
+        switch session {
+        case let .qmi(q): return await q.subscribe { sink(.qmi($0)) }
+        case let .mbim(m): return await m.subscribe { sink(.mbim($0)) }
+        }
+    }
+
+    /// Applies an indication (asking for the PIN type when an MBIM notification says the SIM is locked).
+    /// Returns false when the port went away.
+    func handle(_ event: ChannelEvent) async -> Bool {
+        let alive = apply(event)
+        if alive, case .mbim(.subscriber) = event { await refineLockedSIM() }
+        return alive
+    }
+
+    private func apply(_ event: ChannelEvent) -> Bool {
+        switch event {
+        case let .qmi(i):
+            switch i {
+            case let .systemInfo(v): qmi.systemInfo = v
+            case let .servingSystem(v): qmi.servingSystem = v
+            case let .signalInfo(v): qmi.signalInfo = v
+            case let .signalStrength(v): qmi.signalStrength = v
+            case .removed: return portGone()
+            }
+        case let .mbim(i):
+            switch i {
+            case let .registerState(r):
+                if mbim.network == nil {
+                    mbim.network = MBIMNetworkReading(registerState: r.registerState)
+                }
+                mbim.network?.apply(r)
+            case let .packetService(p):
+                if mbim.network == nil { mbim.network = MBIMNetworkReading(registerState: 0) }
+                mbim.network?.apply(p)
+            case let .signalState(s): mbim.signal = s
+            case let .subscriber(s):
+                mbim.sim = SIMState(mbimSubscriberReadyState: s.readyState, pinType: nil)
+            case let .malformed(text):
+                logger.debug("MBIM message not understood", metadata: ["error": "\(text)"])
+                state.error = text
+                return true
+            case .removed: return portGone()
+            }
+        case .poll:
+            return true
+        }
+        state.error = nil
+        deriveState()
+        return true
+    }
+
+    private func portGone() -> Bool {
+        state.present = nodeExists
+        state.error = "the port hung up"
+        return false
+    }
+
+    /// After a hang-up: is the device node still there? A USB unplug removes it (absent); libqmi also hangs up on
+    /// a byte stream it cannot frame, and then the modem is present but unusable until it is opened again.
+    private var nodeExists: Bool { DeviceNode.check(spec.path) != .missing }
+
+    /// A subscriber PIN notification says "locked" without the PIN type; ask for it.
+    private func refineLockedSIM() async {
+        guard case let .mbim(m) = session, mbim.sim == .pinRequired else { return }
+        _ = await step { _ in try await self.guarded { try await self.readMBIMSIM(m) } }
+    }
+
+    func close() async {
+        switch session {
+        case let .qmi(q): await q.close()
+        case let .mbim(m): await m.close()
+        }
+    }
+
+    // MARK: Errors
+
+    /// The port is not there (ENOENT) or went away (HUP, EOF, EIO).
+    struct PortGone: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    static func meansGone(_ error: Error) -> Bool {
+        if error is PortGone { return true }
+        if let e = error as? GLibError {
+            if e.isGIOClosed { return true }
+            let m = e.message.lowercased()
+            return m.contains("no such file") || m.contains("no such device") || m.contains("hang-up")
+                || m.contains("input/output error")
+        }
+        return false
+    }
+
+    static func describe(_ error: Error) -> String {
+        switch error {
+        case let e as GLibError: return e.description
+        case let e as ModemError: return e.description
+        case let e as PortGone: return e.message
+        default: return "\(error)"
+        }
+    }
+}
+
+extension MBIMSession {
+    /// Uses a quirk's custom data class string when Device Caps gave none.
+    func useCustomDataClass(_ name: String, capsDataClass: UInt32) async {
+        let custom = MBIMDataClass(customDataClass: name, capsDataClass: capsDataClass | MBIMDataClass.custom.rawValue)
+        await setCustomDataClass(custom.rawValue)
+    }
+}

@@ -1,0 +1,178 @@
+// Watching one modem without polling it: the modem's own indications drive the updates; a poll at a configurable
+// interval covers only what the modem cannot announce (and everything when it announces nothing).
+//
+//     let monitor = ModemMonitor(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi))
+//     for await update in monitor.updates() {
+//         print(update.cause, update.state.generation, update.state.bars)
+//     }
+//
+// A port that vanishes (HUP/EOF/EIO, USB unplug) yields `present: false` (cause `.portLost`) and is reopened with
+// exponential backoff; the first successful read after that is `.reopened`.
+
+import Logging
+import ReachCore
+import ReachGLib
+
+/// Why a `ModemUpdate` was sent.
+public enum ModemUpdateCause: String, Sendable, Equatable {
+    /// The first read after starting.
+    case initialRead = "initial_read"
+    /// The modem announced a change (QMI indication, MBIM notification).
+    case indication
+    /// The fallback poll found a change.
+    case poll
+    /// The port went away or stopped answering.
+    case portLost = "port_lost"
+    /// Opening (or reopening) the port failed; a retry is scheduled.
+    case openFailed = "open_failed"
+    /// The port is back and was read again.
+    case reopened
+}
+
+/// One modem's state after a change.
+public struct ModemUpdate: Sendable, Equatable {
+    public var state: ModemState
+    public var cause: ModemUpdateCause
+
+    public init(state: ModemState, cause: ModemUpdateCause) {
+        self.state = state
+        self.cause = cause
+    }
+}
+
+public struct ModemMonitorOptions: Sendable {
+    /// Timeouts, proxy, sysfs root, hardware database and logger, as for `ModemReader.read`.
+    public var read: ModemReadOptions
+    /// How often to re-read what the modem does not announce. nil: never poll (updates come from indications only;
+    /// tests use this to prove a change arrived through an indication).
+    public var pollInterval: Duration?
+    /// Delays between attempts to reopen a lost port.
+    public var reopen: Backoff
+
+    public init(read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff()) {
+        self.read = read
+        self.pollInterval = pollInterval
+        self.reopen = reopen
+    }
+}
+
+/// Watches one modem control port.
+public struct ModemMonitor: Sendable {
+    public let port: ModemPortSpec
+    public let options: ModemMonitorOptions
+
+    public init(_ port: ModemPortSpec, options: ModemMonitorOptions = ModemMonitorOptions()) {
+        self.port = port
+        self.options = options
+    }
+
+    /// The modem's state: once after the first read, then whenever it changes (identical states are not repeated).
+    /// Each call opens its own session on the port, so call it once per monitor. The stream runs until the
+    /// consumer stops iterating or cancels its task; the port is then closed (client ids released).
+    public func updates() -> AsyncStream<ModemUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ModemUpdate.self, bufferingPolicy: .bufferingNewest(64))
+        let task = Task { [self] in
+            await self.run(continuation)
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    private func run(_ out: AsyncStream<ModemUpdate>.Continuation) async {
+        if options.read.logger.logLevel <= .debug { GLibLog.route(to: options.read.logger) }
+        let (_, prepared) = ModemReader.prepare([port], options: options.read)
+        let (spec, quirks) = prepared[0]
+        let logger = options.read.logger
+        var last: ModemState?
+        var attempt = 0
+        func emit(_ state: ModemState, _ cause: ModemUpdateCause) {
+            guard state != last else { return }
+            last = state
+            out.yield(ModemUpdate(state: state, cause: cause))
+        }
+
+        while !Task.isCancelled {
+            if attempt > 0 {
+                let delay = options.reopen.delay(attempt: attempt - 1)
+                logger.debug("Reopening modem port", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
+                do { try await Task.sleep(for: delay) } catch { break }
+            }
+            attempt += 1
+            let opened = await withDeadline(options.read.readTimeout) { () async -> Result<ModemChannel, Error> in
+                do {
+                    return .success(try await ModemChannel.open(spec, options: options.read, quirks: quirks))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let channel: ModemChannel
+            switch opened {
+            case let .finished(.success(c)):
+                channel = c
+            case let .finished(.failure(error)):
+                emit(ModemChannel.failedState(spec, error), last == nil ? .initialRead : .openFailed)
+                continue
+            case let .timedOut(late):
+                if let late, case let .success(c) = late { await c.close() }
+                emit(ModemChannel.failedState(spec, ModemError("no answer while opening"), present: true),
+                     last == nil ? .initialRead : .openFailed)
+                continue
+            }
+
+            let wasRunning = last != nil
+            let readOutcome = await withDeadline(options.read.readTimeout) { await channel.readAll() }
+            emit(await channel.state, wasRunning ? .reopened : .initialRead)
+            guard case .finished(true) = readOutcome else {
+                await channel.close()
+                continue
+            }
+            attempt = 0
+            await watch(channel, emit: emit)
+            await channel.close()
+            if Task.isCancelled { break }
+            attempt = 1
+        }
+    }
+
+    /// Subscribes to the channel's indications and polls what they do not cover, until the port is lost or the
+    /// task is cancelled.
+    private func watch(_ channel: ModemChannel, emit: (ModemState, ModemUpdateCause) -> Void) async {
+        let (events, sink) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .unbounded)
+        let support = await channel.subscribe { sink.yield($0) }
+        options.read.logger.debug(
+            "Modem indications", metadata: [
+                "modem.device": "\(port.path)", "registration": "\(support.registration)",
+                "signal": "\(support.signal)", "sim": "\(support.sim)",
+            ])
+        var poller: Task<Void, Never>?
+        let everythingAnnounced = support.registration && support.signal && support.sim
+        if let interval = options.pollInterval, !everythingAnnounced {
+            poller = Task {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: interval) } catch { return }
+                    sink.yield(.poll)
+                }
+            }
+        }
+        defer {
+            poller?.cancel()
+            sink.finish()
+        }
+        for await event in events {
+            if case .poll = event {
+                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(support) }
+                let state = await channel.state
+                guard case .finished(true) = ok else {
+                    emit(state, .portLost)
+                    return
+                }
+                emit(state, .poll)
+                continue
+            }
+            let alive = await channel.handle(event)
+            emit(await channel.state, alive ? .indication : .portLost)
+            if !alive { return }
+        }
+    }
+}
