@@ -63,17 +63,21 @@ public struct AgentAssembly {
             if let modems {
                 modemSources = modems
             } else {
-                let options = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+                var read = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+                read.logger = logger
                 let interval = Duration.seconds(config.modems.pollIntervalSeconds)
-                if config.modems.ports.isEmpty {
-                    modemSources = [PollingModemSource(specs: nil, options: options, interval: interval, clock: clock)]
+                let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
+                // One monitor per modem: a slow or vanished modem does not hold up the others. Without configured
+                // ports, the ports discovery finds now; when it finds none, discovery is polled at the interval so a
+                // modem plugged in later is noticed.
+                let specs =
+                    config.modems.ports.isEmpty
+                    ? ModemDiscovery().ports().map(\.spec)
+                    : config.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) }
+                if specs.isEmpty {
+                    modemSources = [PollingModemSource(specs: nil, options: read, interval: interval, clock: clock)]
                 } else {
-                    // One monitor per modem: a slow or vanished modem does not hold up the others.
-                    modemSources = config.modems.ports.map { p in
-                        PollingModemSource(
-                            specs: [ModemPortSpec(path: p.path, protocol: p.protocol, interface: p.interface)],
-                            options: options, interval: interval, clock: clock)
-                    }
+                    modemSources = specs.map { IndicationModemSource(spec: $0, options: monitorOptions) }
                 }
             }
         }
@@ -86,8 +90,9 @@ public struct AgentAssembly {
         var expecting: Set<String> = ["route"]
         for m in modemSources { expecting.insert("modem:" + m.name) }
         if wifiSource != nil { expecting.insert("wifi") }
-        // The first lines wait for every source's first answer, but never longer than one modem request plus a second.
-        let grace = Duration.seconds(config.modems.requestTimeoutSeconds + 1)
+        // The first lines wait for every source's first answer, but never longer than one modem's whole first read
+        // (three request timeouts, ModemReadOptions.readTimeout) plus a second.
+        let grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
         let hub = StatusHub(
             config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
             clock: clock, wall: wall, logger: logger)

@@ -67,6 +67,33 @@ public struct KernelRouteSource: RouteSource {
     }
 }
 
+/// One modem through `ModemMonitor` (ReachModem): its indications drive the updates; the monitor polls only what
+/// the modem cannot announce, and reopens a lost port with backoff.
+public struct IndicationModemSource: ModemSource {
+    public var spec: ModemPortSpec
+    public var options: ModemMonitorOptions
+
+    public init(spec: ModemPortSpec, options: ModemMonitorOptions) {
+        self.spec = spec
+        self.options = options
+    }
+
+    public var name: String { spec.path }
+
+    public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
+        let monitor = ModemMonitor(spec, options: options)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: (SourceHealth, [ModemState]).self, bufferingPolicy: .bufferingNewest(1))
+        let task = Task {
+            for await update in monitor.updates() { continuation.yield((.ok, [update.state])) }
+            continuation.finish()
+        }
+        // ModemMonitor closes its port when its consumer goes away (no thread join): cancelling is safe here.
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}
+
 /// A modem source that reads with `ModemReader` at an interval and reports when the state changed. It is the
 /// fallback for modems without indications, and what runs until the indication-driven monitor is wired in.
 public struct PollingModemSource: ModemSource {

@@ -224,7 +224,8 @@ public struct ChangeDetector: Sendable {
 
         guard !changed.isEmpty else { return nil }
         view = v
-        let reason = ChangeReason.describe(from: reportedSnapshot, to: s, changed: changed, bars: barChanges)
+        let reason = ChangeReason.describe(
+            from: reportedSnapshot, to: s, changed: changed, bars: barChanges, previous: before, current: v)
         reportedSnapshot = s
         return ChangeEvent(initial: false, changed: changed, bars: barChanges, previous: before, current: v, reason: reason)
     }
@@ -294,7 +295,12 @@ extension WiFiLink {
 
 /// A few words saying why a change happened, from the snapshot at the last reported change and the new one.
 public enum ChangeReason {
-    public static func describe(from old: Snapshot?, to new: Snapshot, changed: [ChangeField], bars: [BarChange]) -> String {
+    /// `previous`/`current`: the reported views around the change. A field held down may have changed in a snapshot
+    /// before the last reported one, so its transition is named from the views when the snapshots do not show it.
+    public static func describe(
+        from old: Snapshot?, to new: Snapshot, changed: [ChangeField], bars: [BarChange],
+        previous: ReportedView? = nil, current: ReportedView? = nil
+    ) -> String {
         var parts: [String] = []
         if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
         let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
@@ -317,6 +323,19 @@ public enum ChangeReason {
                 parts.append(text)
             } else if let to = b.to {
                 parts.append("\(b.link.name) appeared with \(to) bars")
+            }
+        }
+        if let previous, let current {
+            let transitions: [(ChangeField, String, String, String)] = [
+                (.wwanStatus, "wwan", previous.wwanStatus.name, current.wwanStatus.name),
+                (.status, "status", previous.status.rawValue, current.status.rawValue),
+                (.medium, "medium", previous.medium.rawValue, current.medium.rawValue),
+            ]
+            for (field, label, from, to) in transitions where changed.contains(field) {
+                let arrow = "\(from)→\(to)"
+                if field == .wwanStatus ? !parts.contains(where: { $0.contains(arrow) }) : parts.isEmpty {
+                    parts.append("\(label) \(arrow)")
+                }
             }
         }
         var seen = Set<String>()

@@ -67,7 +67,7 @@ import Testing
         let rig = Rig()
         try await rig.run { r in
             r.route.set(nil)
-            r.clock.advance(by: .seconds(6))  // the modem timeout (5 s) plus one second
+            r.clock.advance(by: .seconds(16))  // a modem's whole first read (3 × 5 s) plus one second
             #expect(await eventually { r.count(.start) == 1 })
             #expect(r.lines.of(.start).first?["sources"]?["wifi"]?["available"] == .bool(false))
         }

@@ -232,4 +232,20 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
         #expect(ev["bars"]?.arrayValue?.first?["link"] == .string("wifi:wlan1"))
         #expect(ev["reason"]?.stringValue?.isEmpty == false)
     }
+
+    /// A downgrade held while another field is reported at once: the later line still names the generation change.
+    @Test func heldDowngradeNamesItsTransition() throws {
+        var d = ChangeDetector(policy: ChangePolicy(holdDown: .seconds(1), barHysteresisDB: 3))
+        let route = Gateway.route("wwan0", kind: .wwan, gateway: nil)
+        _ = d.observe(Gateway.snapshot(route: route, modem: Gateway.modem([.lte], rsrp: -95)), at: at(0))
+        var edge = Gateway.modem([.edge])
+        edge.signal = SignalMeasurement(rssi: -65)  // GSM thresholds: 4 bars, better than LTE's 3
+        let first = d.observe(Gateway.snapshot(route: route, modem: edge), at: at(1))
+        #expect(first?.changed == [.bars])
+        #expect(d.held == [.wwanStatus])
+        let laterResult = d.tick(at: at(2))
+        let later = try #require(laterResult)
+        #expect(later.changed == [.wwanStatus])
+        #expect(later.reason == "wwan 4g→2g")
+    }
 }
