@@ -117,7 +117,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
         let lines = (0..<3000).map { "route add 172.\(16 + $0 / 250).\($0 % 250).0/24 via 10.8.0.2" }
         try lines.joined(separator: "\n").write(toFile: batch, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: batch) }
-        try TestSupport.sh(["ip", "-n", ns.name, "-batch", batch])
+        try await TestSupport.sh(["ip", "-n", ns.name, "-batch", batch])
         try monitor.start()
         let events = await collect(monitor.events, timeout: 10) { seen in
             guard let r = seen.firstIndex(of: .resync) else { return false }
