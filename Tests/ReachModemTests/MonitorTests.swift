@@ -123,7 +123,9 @@ import ReachCore
         let updates = Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim).updates())
         defer { Task { await updates.stop() } }
         _ = try await updates.next { $0.cause == .initialRead }
-        try await sim.control(#"{"fault": {"close": {"reopen_after_ms": 500}}}"#)
+        // The monitor decides "present" by looking for the node when it handles the hang-up; the port stays away 3 s
+        // so that a loaded machine (the hang-up handled late) still finds it gone rather than already back.
+        try await sim.control(#"{"fault": {"close": {"reopen_after_ms": 3000}}}"#)
         let lost = try await updates.next { !$0.state.present }
         #expect([.portLost, .openFailed].contains(lost.cause))
         let back = try await updates.next { $0.state.present && $0.state.error == nil }
