@@ -150,8 +150,9 @@ public final class ChildSlots: Sendable {
                     return (late, s.waiters.isEmpty)
                 }
                 for w in late {
-                    FileHandle.standardError.write(Data(
-                        "ReachTestSupport: waited \(Int(patience)) s for one of \(limit) child slots; running over the cap\n".utf8))
+                    let note = "ReachTestSupport: waited \(Int(patience)) s for one of \(limit) child slots; "
+                        + "running over the cap\n"
+                    FileHandle.standardError.write(Data(note.utf8))
                     w.grant(Lease(self, owner: w.owner))
                 }
                 if done { return }

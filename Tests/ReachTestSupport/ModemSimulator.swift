@@ -36,9 +36,17 @@ public final class ModemSimulator: @unchecked Sendable {
         }
     }
 
+    /// Starts the simulator on a scenario written for the test (`ScenarioFile.registered`, say); the file goes with
+    /// the simulator.
+    public static func start(json: String, control: Bool = true, extra: [String] = []) async throws -> ModemSimulator {
+        try await start(scenario: ScenarioFile.write(json), control: control, extra: extra)
+    }
+
     /// `start`, blocking this thread while the simulator comes up.
     @available(*, noasync, message: "use ModemSimulator.start")
-    public convenience init(scenario: String? = nil, replay: String? = nil, control: Bool = true, extra: [String] = []) throws {
+    public convenience init(
+        scenario: String? = nil, replay: String? = nil, control: Bool = true, extra: [String] = []
+    ) throws {
         try self.init(scenario: scenario, replay: replay, control: control, extra: extra,
                       lease: ChildSlots.shared.acquireBlocking())
     }
@@ -52,7 +60,9 @@ public final class ModemSimulator: @unchecked Sendable {
         controlPath = control ? directory + "/control.sock" : nil
         var args: [String] = []
         if let scenarioPath { args += ["--scenario", scenarioPath] }
-        if let replay { args += ["--replay", replay.contains("/") ? replay : TestPaths.captures + "/" + replay + ".json"] }
+        if let replay {
+            args += ["--replay", replay.contains("/") ? replay : TestPaths.captures + "/" + replay + ".json"]
+        }
         args += ["--link", link, "--log", logPath]
         if let controlPath { args += ["--control", controlPath] }
         arguments = args + extra
@@ -69,11 +79,12 @@ public final class ModemSimulator: @unchecked Sendable {
         }
         // "pty: /dev/pts/N", then "link: PATH", in one write; the link and the socket exist by then.
         let first = try? process.readLine(timeout: 10)
-        guard let first, first.hasPrefix("pty: /dev/pts/"), (try? process.readLine(timeout: 5))?.hasPrefix("link: ") == true
-        else {
+        let second = first == nil ? nil : try? process.readLine(timeout: 5)
+        guard let first, first.hasPrefix("pty: /dev/pts/"), second?.hasPrefix("link: ") == true else {
             process.stop()
             Self.remove(directory, ownedScenario)
-            throw TestFailure("reach-modem-sim did not start (\(arguments.joined(separator: " "))): '\(first ?? "")' \(process.errorText)")
+            throw TestFailure("reach-modem-sim did not start (\(arguments.joined(separator: " "))): "
+                              + "'\(first ?? "")' \(process.errorText)")
         }
         pty = String(first.dropFirst(5))
     }
@@ -125,12 +136,16 @@ public final class ModemSimulator: @unchecked Sendable {
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let path = Array(controlPath.utf8)
-        guard path.count < MemoryLayout.size(ofValue: addr.sun_path) else { throw TestFailure("socket path too long: \(controlPath)") }
+        guard path.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw TestFailure("socket path too long: \(controlPath)")
+        }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in path.enumerated() { raw[i] = b }
         }
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else { throw TestFailure("connect \(controlPath): \(String(cString: strerror(errno)))") }
         let line = Array((json + "\n").utf8)

@@ -84,12 +84,15 @@ public final class Namespace: @unchecked Sendable {
 
     /// Moves one end of a new veth pair into `peer` (another namespace).
     public func veth(_ local: String, peer: Namespace, _ remote: String) throws {
-        try Self.shell(["ip", "link", "add", local, "netns", name, "type", "veth", "peer", "name", remote, "netns", peer.name])
+        try Self.shell(
+            ["ip", "link", "add", local, "netns", name, "type", "veth", "peer", "name", remote, "netns", peer.name])
     }
 
     // Synchronous on purpose (creation and deletion happen in initialisers and deinit); `ip` is quick.
     @discardableResult
-    private static func shell(_ argv: [String], timeout: Double = 30) throws -> String { try TestSupport.sh(argv, timeout: timeout) }
+    private static func shell(_ argv: [String], timeout: Double = 30) throws -> String {
+        try TestSupport.sh(argv, timeout: timeout)
+    }
     private static func spawn(_ argv: [String]) throws -> Spawned { try Spawned(argv, stdout: .pipe, stderr: .capture) }
     private static func line(_ p: Spawned, timeout: Double) throws -> String { try p.readLine(timeout: timeout) }
 }

@@ -94,7 +94,8 @@ public final class Spawned: @unchecked Sendable {
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         let env = (environment.map { ProcessInfo.processInfo.environment.merging($0) { $1 } }
             ?? ProcessInfo.processInfo.environment).map { "\($0)=\($1)" }
@@ -107,13 +108,12 @@ public final class Spawned: @unchecked Sendable {
 
         Self.spawnLock.lock()
         defer { Self.spawnLock.unlock() }
-        // Fds only the child needs (closed here after the spawn), and our ends (kept by the ChildOutputs).
+        // Fds only the child needs, closed here after the spawn. Our ends belong to their ChildOutput from the
+        // start (it closes them, also when this initialiser throws).
         var childEnds: [Int32] = []
-        var ours: [Int32] = []
         defer { childEnds.forEach { close($0) } }
         func fail(_ what: String) -> TestFailure {
-            ours.forEach { close($0) }
-            return TestFailure("\(what) for \(program): \(String(cString: strerror(errno)))")
+            TestFailure("\(what) for \(program): \(String(cString: strerror(errno)))")
         }
 
         switch stdin {
@@ -146,17 +146,11 @@ public final class Spawned: @unchecked Sendable {
                 guard pipe(&fds) == 0 else { throw fail("pipe") }
                 _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
                 _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-                ours.append(fds[0])
                 childEnds.append(fds[1])
                 posix_spawn_file_actions_adddup2(&actions, fds[1], target)
                 outputs.append(ChildOutput(fd: fds[0], isPipe: true))
             case .capture:
-                let fd: Int32
-                do { fd = try Self.anonymousFile() } catch {
-                    ours.forEach { close($0) }
-                    throw error
-                }
-                ours.append(fd)
+                let fd = try Self.anonymousFile()
                 posix_spawn_file_actions_adddup2(&actions, fd, target)
                 outputs.append(ChildOutput(fd: fd, isPipe: false))
             }
@@ -165,7 +159,6 @@ public final class Spawned: @unchecked Sendable {
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else {
-            ours.forEach { close($0) }
             lease.release()
             throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))")
         }
@@ -265,10 +258,9 @@ public final class Spawned: @unchecked Sendable {
         var status = wait(timeout: timeout)
         let timedOut = status == nil
         if timedOut { status = stop(grace: 2) }
-        let seconds = ContinuousClock.now - started
         return RunResult(
             status: status ?? -1, stdout: stdout?.text ?? "", stderr: stderr?.text ?? "", timedOut: timedOut,
-            seconds: Double(seconds.components.seconds) + Double(seconds.components.attoseconds) / 1e18)
+            seconds: (ContinuousClock.now - started).seconds)
     }
 
     /// The next line of standard output (without its newline), waiting at most `timeout` seconds. Throws when the
@@ -426,9 +418,13 @@ public final class ChildOutput: @unchecked Sendable {
     public func line(timeout: Double, where condition: (String) -> Bool) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while true {
-            let left = deadline - ContinuousClock.now
-            let l = try await readLine(timeout: max(0, Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18))
+            let l = try await readLine(timeout: max(0, (deadline - ContinuousClock.now).seconds))
             if condition(l) { return l }
         }
     }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

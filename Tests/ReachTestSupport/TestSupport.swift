@@ -62,7 +62,8 @@ public enum TestSupport {
 
     private static func checked(_ argv: [String], _ r: RunResult) throws -> String {
         guard r.status == 0, !r.timedOut else {
-            throw TestFailure("`\(argv.joined(separator: " "))` exited \(r.status)\(r.timedOut ? " (timed out)" : ""): \(r.stderr)")
+            let how = r.timedOut ? "timed out" : "exited \(r.status)"
+            throw TestFailure("`\(argv.joined(separator: " "))` \(how): \(r.stderr)")
         }
         return r.stdout
     }
@@ -102,10 +103,13 @@ public enum TestSupport {
 
     /// Whether a test's requirement is met. When it is not: an issue when REACH_REQUIRE_PRIVILEGED=1 (CI), else a
     /// skip said in the output; either way false, so the caller returns.
-    public static func requirement(_ met: Bool, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    public static func requirement(
+        _ met: Bool, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Bool {
         if met { return true }
         if requirePrivileged {
-            Issue.record("requirement missing: \(what); REACH_REQUIRE_PRIVILEGED=1 forbids skipping", sourceLocation: sourceLocation)
+            Issue.record("requirement missing: \(what); REACH_REQUIRE_PRIVILEGED=1 forbids skipping",
+                         sourceLocation: sourceLocation)
         } else {
             print("skipped: \(what) (set REACH_REQUIRE_PRIVILEGED=1 to make this a failure)")
         }
