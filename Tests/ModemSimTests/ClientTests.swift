@@ -178,7 +178,7 @@ struct QMIClientTests {
         let caps = try await qmicli(sim, "--dms-get-capabilities")
         #expect(caps.value("Networks") == "gsm, umts, lte")
         // Version info and sync at open, as ModemManager opens (VERSION_INFO) and a restarted host does (SYNC).
-        let opened = try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi", "--device-open-version-info", "--device-open-sync", "--nas-get-system-info"], timeout: 10)
+        let opened = try await qmicli(sim, "--device-open-version-info", "--device-open-sync", "--nas-get-system-info")
         #expect(opened.status == 0 && opened.stdout.contains("LTE service"), "\(opened.stderr)")
         let versions = try await qmicli(sim, "--get-service-version-info")
         #expect(versions.stdout.contains("nas (1.25)") && versions.stdout.contains("uim (1.46)"))
@@ -207,7 +207,7 @@ struct QMIClientTests {
     @Test func silenceTimesOutWhileOtherRequestsWork() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi", "--nas-get-signal-info"], timeout: 2)
+        let silent = try await qmicli(sim, "--nas-get-signal-info", seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Successfully"))
         #expect(try await qmicli(sim, "--nas-get-system-info").status == 0)
     }
@@ -242,7 +242,7 @@ struct QMIClientTests {
     @Test func truncatedFrameTimesOutOnceThenWorks() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-fault-truncated-once")
         defer { sim.stop() }
-        let cut = try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi", "--nas-get-system-info"], timeout: 2)
+        let cut = try await qmicli(sim, "--nas-get-system-info", seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Successfully"))
         let whole = try await qmicli(sim, "--nas-get-system-info")
         #expect(whole.status == 0 && whole.stdout.contains("LTE service"), "\(whole.stderr)")
@@ -280,7 +280,9 @@ struct MBIMClientTests {
         }
     }
 
-    func mbimcli(_ sim: ModemSimulator, _ version: MBIMExVersion, _ command: String, seconds: Double = 10) async throws -> RunResult {
+    func mbimcli(_ sim: ModemSimulator, _ version: MBIMExVersion, _ command: String, seconds: Double = 10)
+        async throws -> RunResult
+    {
         try await TestSupport.run(["mbimcli", "-d", sim.pty] + Self.openFlag(version) + [command], timeout: seconds)
     }
 
@@ -394,10 +396,10 @@ struct MBIMClientTests {
     func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
         let sim = try await ModemSimulator.start(replay: capture)
         defer { sim.stop() }
-        let r = try await TestSupport.run(["mbimcli", "-d", sim.pty, command], timeout: 10)
+        let r = try await mbimcli(sim, .v1, command)
         #expect(r.status == 0, "\(r.stderr)")
         for (label, value) in values { #expect(r.value(label) == value, "\(label) in\n\(r.stdout)") }
-        let other = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-signal-state"], timeout: 10)
+        let other = try await mbimcli(sim, .v1, "--query-signal-state")
         #expect(other.stderr.contains("NoDeviceSupport"), "\(other.stderr)")
     }
 
@@ -406,15 +408,15 @@ struct MBIMClientTests {
     @Test func silenceTimesOut() async throws {
         let sim = try await ModemSimulator.start(scenario: "mbim-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-signal-state"], timeout: 2)
+        let silent = try await mbimcli(sim, .v1, "--query-signal-state", seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Signal state"))
-        #expect(try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 10).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").status == 0)
     }
 
     @Test func slowRepliesArriveLate() async throws {
         let sim = try await ModemSimulator.start(scenario: "mbim-fault-slow-replies")
         defer { sim.stop() }
-        let r = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 10)
+        let r = try await mbimcli(sim, .v1, "--query-registration-state")
         #expect(r.status == 0 && r.value("Register state") == "home")
         #expect(r.seconds >= 1.5 && r.seconds < 5, "took \(r.seconds) s")
     }
@@ -422,26 +424,26 @@ struct MBIMClientTests {
     @Test func errorStatusesReachTheClient() async throws {
         let sim = try await ModemSimulator.start(scenario: "mbim-fault-error-status")
         defer { sim.stop() }
-        #expect(try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 10).stderr.contains("operation failed: Failure"))
-        #expect(try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-signal-state"], timeout: 10).stderr.contains("operation failed: NoDeviceSupport"))
-        #expect(try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-packet-service-state"], timeout: 10).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").stderr.contains("operation failed: Failure"))
+        #expect(try await mbimcli(sim, .v1, "--query-signal-state").stderr.contains("operation failed: NoDeviceSupport"))
+        #expect(try await mbimcli(sim, .v1, "--query-packet-service-state").status == 0)
     }
 
     @Test func garbageInsteadOfAnAnswerTimesOutOnce() async throws {
         let sim = try await ModemSimulator.start(scenario: "mbim-fault-garbage")
         defer { sim.stop() }
-        let lost = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 2)
+        let lost = try await mbimcli(sim, .v1, "--query-registration-state", seconds: 2)
         #expect(lost.timedOut && !lost.stdout.contains("Registration status"))
-        let next = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 10)
+        let next = try await mbimcli(sim, .v1, "--query-registration-state")
         #expect(next.status == 0 && next.value("Register state") == "home", "\(next.stderr)")
     }
 
     @Test func truncatedAnswersTimeOut() async throws {
         let sim = try await ModemSimulator.start(scenario: "mbim-fault-truncated")
         defer { sim.stop() }
-        let cut = try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-packet-service-state"], timeout: 2)
+        let cut = try await mbimcli(sim, .v1, "--query-packet-service-state", seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Packet service status"))
-        #expect(try await TestSupport.run(["mbimcli", "-d", sim.pty, "--query-registration-state"], timeout: 10).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").status == 0)
     }
 
     @Test func portVanishesAndComesBack() async throws {

@@ -222,8 +222,8 @@ import Testing
         let dir = try makeTempDir("reach-diag")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#.write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
-        let r = try await ns.exec([TestPaths.reach, "diag", "--json", "--config", dir + "/c.json", "--bundle", dir + "/b.tgz"],
-                                  timeout: 60)
+        let r = try await ns.exec(
+            [TestPaths.reach, "diag", "--json", "--config", dir + "/c.json", "--bundle", dir + "/b.tgz"], timeout: 60)
         let j = try JSON.parse(r.stdout)
         let checks = j["checks"]?.arrayValue ?? []
         func st(_ id: String) -> String? { checks.first { $0["id"]?.stringValue == id }?["status"]?.stringValue }

@@ -30,11 +30,14 @@ import Testing
             self.reportPath = reportPath
         }
 
-        static func start(config: String, dir: String, report: String? = nil, netns: String? = nil) async throws -> AgentProcess {
+        static func start(config: String, dir: String, report: String? = nil, netns: String? = nil) async throws
+            -> AgentProcess
+        {
             let cfgPath = dir + "/reach.json"
             try config.write(toFile: cfgPath, atomically: true, encoding: .utf8)
             let agent = [TestPaths.reach, "agent", "--config", cfgPath]
-            let child = try await Spawned.start(netns.map { ["ip", "netns", "exec", $0] + agent } ?? agent, stderr: .capture)
+            let argv = netns.map { ["ip", "netns", "exec", $0] + agent } ?? agent
+            let child = try await Spawned.start(argv, stderr: .capture)
             return AgentProcess(child, reportPath: report ?? dir + "/reach.jsonl")
         }
 
@@ -78,7 +81,8 @@ import Testing
         let ns = try Self.namespace()
         let dir = try makeTempDir("reach-e2e")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let agent = try await AgentProcess.start(config: Self.config(report: dir + "/reach.jsonl"), dir: dir, netns: ns.name)
+        let agent = try await AgentProcess.start(
+            config: Self.config(report: dir + "/reach.jsonl"), dir: dir, netns: ns.name)
 
         #expect(await Self.waitFor("start line") { agent.events("start").count == 1 })
         let start = try #require(agent.events("start").first)
@@ -206,7 +210,8 @@ import Testing
     @Test func badReloadKeepsTheRunningConfig() async throws {
         let dir = try makeTempDir("reach-reload")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let agent = try await AgentProcess.start(config: Self.config(report: dir + "/reach.jsonl", interval: 0.2), dir: dir)
+        let agent = try await AgentProcess.start(
+            config: Self.config(report: dir + "/reach.jsonl", interval: 0.2), dir: dir)
         #expect(await Self.waitFor("start") { agent.events("start").count == 1 })
         try #"{"report":{"path":"\#(dir)/reach.jsonl","interval_seconds":"fast"}}"#.write(
             toFile: dir + "/reach.json", atomically: true, encoding: .utf8)
@@ -229,7 +234,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#.write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
         let watch = try await Spawned.start(
-            ["ip", "netns", "exec", ns.name, TestPaths.reach, "watch", "--json", "--hold-down", "0.2", "--config", dir + "/c.json"],
+            ["ip", "netns", "exec", ns.name, TestPaths.reach, "watch", "--json", "--hold-down", "0.2",
+             "--config", dir + "/c.json"],
             stdout: .capture)
         func lines() -> [JSON] {
             (watch.stdout?.text ?? "").split(separator: "\n").compactMap { try? JSON.parse(String($0)) }

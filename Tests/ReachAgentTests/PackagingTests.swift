@@ -16,7 +16,8 @@ import Testing
 
     @Test func systemdUnitVerifies() async throws {
         let analyze = "/usr/bin/systemd-analyze"
-        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze") else { return }
+        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze")
+        else { return }
         let dir = try makeTempDir("reach-unit")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // verify checks that ExecStart exists: point it at the binary this build made.
@@ -55,14 +56,18 @@ import Testing
         let dir = try makeTempDir("reach-install")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = try await TestSupport.run([
-            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/usr", "--init", "systemd", "--binary", TestPaths.reach,
+            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/usr", "--init", "systemd",
+            "--binary", TestPaths.reach,
         ])
         #expect(r.status == 0, "\(r.stderr)")
         for f in ["/usr/bin/reach", "/etc/reach/reach.json", "/lib/systemd/system/reach.service", "/lib/sysusers.d/reach.conf",
                   "/lib/udev/rules.d/70-reach.rules"] {
             #expect(FileManager.default.fileExists(atPath: dir + f), "missing \(f)")
         }
-        let p = try await TestSupport.run([Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/opt/reach", "--init", "procd", "--binary", TestPaths.reach])
+        let p = try await TestSupport.run([
+            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/opt/reach", "--init", "procd",
+            "--binary", TestPaths.reach,
+        ])
         #expect(p.status == 0, "\(p.stderr)")
         #expect(p.stdout.contains("keeping the existing"))
         let initScript = try String(contentsOfFile: dir + "/etc/init.d/reach", encoding: .utf8)

@@ -48,7 +48,9 @@ func makeTempDir(_ prefix: String) throws -> String {
     /// Debian's node_exporter, its textfile collector only, on a free loopback port, scraped with curl.
     @Test func nodeExporterServesTheTextfile() async throws {
         let exporter = "/usr/bin/prometheus-node-exporter"
-        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
+        guard
+            TestSupport.requirement(
+                FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
             TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")
         else { return }
         let dir = try makeTempDir("reach-prom")
@@ -66,7 +68,8 @@ func makeTempDir(_ prefix: String) throws -> String {
         defer { p.stop() }
         var body = ""
         for _ in 0..<100 {
-            let r = try await TestSupport.run(["curl", "-sf", "--max-time", "2", "http://127.0.0.1:\(port)/metrics"], timeout: 10)
+            let r = try await TestSupport.run(
+                ["curl", "-sf", "--max-time", "2", "http://127.0.0.1:\(port)/metrics"], timeout: 10)
             if r.status == 0 {
                 body = r.stdout
                 break

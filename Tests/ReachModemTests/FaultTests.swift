@@ -57,7 +57,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     func faultEndsInAReport(_ c: FaultCase) async throws {
         let scenario = ScenarioFile.registered(c.proto, rats: ["lte"], signal: #""rssi_dbm": -70, "rsrp_dbm": -95"#,
                                            extra: #""faults": \#(c.faults),"#)
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(scenario))
+        let sim = try await ModemSimulator.start(json: scenario)
         // The per-request deadline is the subject here; the whole-read budget is set out of the way (it has its
         // own test through reach, a process of its own, where the test runner's load cannot stretch the clock).
         let options = ModemReadOptions(requestTimeout: Self.timeout, readTimeout: .seconds(30))
@@ -79,8 +79,8 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// the modem has its error, within the modem timeout and a margin.
     @Test(arguments: ["qmi", "mbim"])
     func silentModemDoesNotHoldUpStatus(proto: String) async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#,
-                                                                              extra: #""faults": ["silence"],"#)))
+        let sim = try await ModemSimulator.start(
+            json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": ["silence"],"#))
         let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
         let elapsed = r.seconds
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -95,8 +95,8 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// timeouts) with what it said so far: reach status returns in about 3 s, not the ten requests' 8 s.
     @Test func slowModemIsCutAtTheReadBudget() async throws {
         let slow = #"[{"delay": {"ms": 800, "messages": ["nas", "dms"]}}]"#
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#,
-                                                                              extra: #""faults": \#(slow),"#)))
+        let sim = try await ModemSimulator.start(
+            json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": \#(slow),"#))
         let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):qmi", "--modem-timeout", "1"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
@@ -123,7 +123,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
 
     /// A port named without a protocol, which sysfs cannot tell either (a pty), is an error that says what to do.
     @Test func unknownProtocolSaysHowToName() async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link)], options: ModemReadOptions())
         #expect(states.first?.error?.contains("PATH:qmi or PATH:mbim") == true)
     }
@@ -135,8 +135,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     @Test(arguments: [("qmi", "pin_required"), ("qmi", "puk_required"), ("mbim", "pin_required"), ("mbim", "puk_required"),
                       ("qmi", "absent"), ("mbim", "absent")])
     func simState(proto: String, sim simState: String) async throws {
-        let scenario = ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching", sim: simState)
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(scenario))
+        let scenario = ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching",
+                                               sim: simState)
+        let sim = try await ModemSimulator.start(json: scenario)
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: proto == "qmi" ? .qmi : .mbim)],
                                                  options: ModemReadOptions())
         let state = try #require(states.first)
@@ -158,8 +159,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         }
         let scenario = ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching",
                                                sim: "pin_required")
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(scenario))
-        let r = try await TestSupport.run(unshare + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"])
+        let sim = try await ModemSimulator.start(json: scenario)
+        let r = try await TestSupport.run(
+            unshare + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
         #expect((status["flags"] as? [String])?.contains("intervention_required") == true, "\(status["flags"] ?? "")")
         #expect(((status["wwan"] as? [[String: Any]])?.first?["sim"] as? String) == "pin_required")

@@ -71,8 +71,8 @@ import ReachCore
     @Test(arguments: [("qmi", "nas:get_system_info request"), ("mbim", "basic_connect:register_state query")])
     func ratFlipArrivesAsAnIndication(proto: String, registrationRequest: String) async throws {
         let sim = try await ModemSimulator.start(
-            scenario: ScenarioFile.write(ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#,
-                                                        mbimex: proto == "mbim" ? "3.0" : nil)),
+            json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#,
+                                          mbimex: proto == "mbim" ? "3.0" : nil),
             control: true)
         let updates = Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim).updates())
         defer { Task { await updates.stop() } }
@@ -99,8 +99,9 @@ import ReachCore
     @Test(arguments: ["qmi", "mbim"])
     func signalChangeMovesTheBars(proto: String) async throws {
         let sim = try await ModemSimulator.start(
-            scenario: ScenarioFile.write(ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -84, "rsrq_db": -8, "sinr_db": 20"#,
-                                                        mbimex: proto == "mbim" ? "2.0" : nil)),
+            json: ScenarioFile.registered(
+                proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -84, "rsrq_db": -8, "sinr_db": 20"#,
+                mbimex: proto == "mbim" ? "2.0" : nil),
             control: true)
         let updates = Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim).updates())
         defer { Task { await updates.stop() } }
@@ -118,8 +119,7 @@ import ReachCore
     @Test(arguments: ["qmi", "mbim"])
     func portLossAndReopen(proto: String) async throws {
         let sim = try await ModemSimulator.start(
-            scenario: ScenarioFile.write(ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#)),
-            control: true)
+            json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#), control: true)
         let updates = Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim).updates())
         defer { Task { await updates.stop() } }
         _ = try await updates.next { $0.cause == .initialRead }
@@ -137,8 +137,8 @@ import ReachCore
     @Test func pollIsTheFallbackWithoutIndications() async throws {
         let refuse = #"[{"error": {"status": "NOT_SUPPORTED", "messages": ["nas:register_indications", "nas:config_signal_info", "nas:set_event_report"]}}]"#
         let sim = try await ModemSimulator.start(
-            scenario: ScenarioFile.write(ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#,
-                                                        extra: #""faults": \#(refuse),"#)),
+            json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#,
+                                          extra: #""faults": \#(refuse),"#),
             control: true)
         let updates = Collector(Self.monitor(sim, .qmi, poll: .milliseconds(300)).updates())
         defer { Task { await updates.stop() } }

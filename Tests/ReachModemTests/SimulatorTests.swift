@@ -62,7 +62,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     @Test(arguments: cases)
     func generationAndBars(_ c: GenerationCase) async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered(c.proto, rats: c.rats, signal: c.signal, mbimex: c.mbimex)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered(c.proto, rats: c.rats, signal: c.signal, mbimex: c.mbimex))
         let status = try await reachStatusJSON(["--modem", "\(sim.link):\(c.proto)"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == c.generation)
@@ -101,7 +101,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     /// IMEI, IMSI, ICCID and MSISDN never appear unless asked for.
     @Test(arguments: ["qmi", "mbim"])
     func identifiersOnlyWhenAsked(proto: String) async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let plain = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]).stdout
         for id in ["356938035643809", "262011234567890", "89490200001234567890", "4915112345678", "identifiers"] {
             #expect(!plain.contains(id), "\(id) printed without --show-identifiers")
@@ -116,7 +116,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// A QMI read allocates NAS, DMS and UIM client ids and releases every one of them before closing.
     @Test func clientIDsAreReleased() async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions())
         #expect(states.first?.error == nil)
         try await Task.sleep(for: .milliseconds(100))
@@ -129,7 +129,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// MBIM: the session is closed with CLOSE_MSG.
     @Test func mbimSessionIsClosed() async throws {
-        let sim = try await ModemSimulator.start(scenario: ScenarioFile.write(ScenarioFile.registered("mbim", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("mbim", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         _ = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .mbim)], options: ModemReadOptions())
         try await Task.sleep(for: .milliseconds(100))
         #expect(sim.log.contains("MBIM closeDone"))

@@ -7,7 +7,9 @@ import ReachTestSupport
 import Testing
 
 /// The JSON and exit status of `reach status --json ARGS` run inside `ns`.
-func status(_ ns: Namespace, _ args: [String] = [], timeout: Double = 20) async throws -> (json: JSON, exit: Int32, seconds: Double) {
+func status(_ ns: Namespace, _ args: [String] = [], timeout: Double = 20) async throws
+    -> (json: JSON, exit: Int32, seconds: Double)
+{
     let r = try await ns.exec([TestPaths.reach, "status", "--json", "--no-modems", "--no-wifi"] + args, timeout: timeout)
     guard !r.timedOut else { throw TestFailure("reach status \(args) timed out") }
     guard let line = r.stdout.split(separator: "\n").first else {
