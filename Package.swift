@@ -70,6 +70,7 @@ let package = Package(
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
         .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
 
+        .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
         .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),

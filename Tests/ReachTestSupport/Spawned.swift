@@ -77,6 +77,8 @@ public final class Spawned: @unchecked Sendable {
         _ argv: [String], stdin: Input = .null, stdout: Output = .null, stderr: Output = .null,
         environment: [String: String]? = nil, lease: ChildSlots.Lease
     ) throws {
+        var spawned = false
+        defer { if !spawned { lease.release() } }
         guard let program = argv.first else { throw TestFailure("Spawned: empty argv") }
         let path = program.contains("/") ? program : try TestSupport.which(program)
         self.argv = argv
@@ -158,10 +160,8 @@ public final class Spawned: @unchecked Sendable {
 
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
-        guard rc == 0 else {
-            lease.release()
-            throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))")
-        }
+        guard rc == 0 else { throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))") }
+        spawned = true
         self.pid = pid
         self.started = .now
         self.stdout = outputs[0]
