@@ -13,7 +13,6 @@ let package = Package(
         .executable(name: "reach-modem-sim", targets: ["reach-modem-sim"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -56,7 +55,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "reach",
-            dependencies: ["ReachAgent", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ReachAgent", "ReachCommandLine"]
         ),
 
         // Modem simulator (a test tool that speaks QMUX and MBIM on a pty).

@@ -178,7 +178,7 @@ public enum CommandLineParser {
                 if case .repeating = o.kind { l += " ..." }
                 return l
             }
-            let width = min(labels.map(\.count).max() ?? 0, 30)
+            let width = min((labels + ["-h, --help"]).map(\.count).max() ?? 0, 30)
             for (o, l) in zip(spec.options, labels) {
                 lines.append("  " + l.padding(width) + "  " + o.help)
             }
@@ -190,6 +190,9 @@ public enum CommandLineParser {
         }
         return lines.joined(separator: "\n")
     }
+
+    /// Whether two words are within edit distance 2 (for "did you mean").
+    public static func isClose(_ a: String, _ b: String) -> Bool { distance(a, b) <= 2 }
 
     /// The candidate within edit distance 2, for "did you mean".
     static func closest(_ word: String, among candidates: [String]) -> String? {

@@ -174,6 +174,24 @@ final class EthernetTopology {
         #expect(j["medium"] == .string("other"))
     }
 
+    /// A PPP link that is really a modem's dial-up, declared in the configuration: WWAN.
+    @Test func configuredInterfaceKindWins() async throws {
+        guard TestSupport.privileged("configuredInterfaceKindWins") else { return }
+        let ns = try Namespace("pppwwan")
+        try ns.attachedTun("ppp0")
+        try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
+        try ns.ip("link", "set", "ppp0", "up")
+        try ns.ip("route", "add", "default", "dev", "ppp0")
+        let path = FileManager.default.temporaryDirectory.path + "/gr-kinds-\(getpid()).json"
+        try #"{"interface_kinds": {"ppp0": "wwan"}}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (j, exit, _) = try await status(ns, ["--config", path])
+        #expect(exit == 0)
+        #expect(flags(j) == ["reachable", "is_direct", "is_wwan"])
+        #expect(j["status"] == .string("wwan"))
+        #expect(j["route"]?["kind"] == .string("wwan"))
+    }
+
     @Test func pppWithoutCarrierIsNone() async throws {
         guard TestSupport.privileged("pppWithoutCarrierIsNone") else { return }
         let ns = try Namespace("pppdown")
@@ -281,15 +299,51 @@ final class EthernetTopology {
     }
 }
 
-@Suite struct StatusUsageTests {
+@Suite struct CommandLineUsageTests {
     @Test(arguments: [
-        ["--address", "300.1.1.1"], ["--address", "example.com"], ["--host", "a", "--address", "192.0.2.1"],
-        ["--link-local", "--address", "192.0.2.1"], ["--modem", "cdc-wdm0"], ["--modem", "/dev/cdc-wdm0:at"],
-        ["--resolve-timeout", "0"], ["--modem-timeout", "-1"], ["--no-modems", "--modem", "/dev/x"], ["--bogus"],
+        ["status", "--address", "300.1.1.1"], ["status", "--address", "example.com"],
+        ["status", "--host", "a", "--address", "192.0.2.1"], ["status", "--link-local", "--address", "192.0.2.1"],
+        ["status", "--modem", "cdc-wdm0"], ["status", "--modem", "/dev/cdc-wdm0:at"], ["status", "--resolve-timeout", "0"],
+        ["status", "--modem-timeout", "-1"], ["status", "--no-modems", "--modem", "/dev/x"], ["status", "--bogus"],
+        ["status", "--json", "--json"], ["status", "--address"], ["status", "stray"], ["--jsn"],
+        ["watch", "--hold-down", "-1"], ["watch", "--hold-down", "x"], ["diag", "--bundle", "/tmp/"],
+        ["agent", "--config"], ["agent", "--verbose"], ["staus"],
     ])
     func badUsageExits64(args: [String]) async throws {
-        let r = try await TestSupport.run([TestPaths.reach, "status"] + args, timeout: 10)
+        let r = try await TestSupport.run([TestPaths.reach] + args, timeout: 10)
         #expect(r.status == 64, "\(args): \(r.stderr)")
-        #expect(r.stderr.contains("Error:"), "\(args)")
+        #expect(r.stderr.contains("error: "), "\(args): \(r.stderr)")
+        #expect(r.stderr.contains("--help"), "\(args): \(r.stderr)")  // says where to look
+        #expect(r.stdout.isEmpty, "\(args)")
+    }
+
+    @Test func misspellingsGetASuggestion() async throws {
+        let option = try await TestSupport.run([TestPaths.reach, "status", "--jsn"], timeout: 10)
+        #expect(option.stderr.contains("did you mean '--json'?"))
+        let command = try await TestSupport.run([TestPaths.reach, "diga"], timeout: 10)
+        #expect(command.stderr.contains("did you mean 'diag'?"))
+    }
+
+    @Test(arguments: [["--help"], ["-h"], ["status", "--help"], ["agent", "-h"], ["watch", "--help"], ["diag", "--help"]])
+    func helpExitsZero(args: [String]) async throws {
+        let r = try await TestSupport.run([TestPaths.reach] + args, timeout: 10)
+        #expect(r.status == 0, "\(args)")
+        #expect(r.stdout.hasPrefix("usage: reach"), "\(args)")
+        #expect(r.stdout.contains("Exit status"), "\(args)")
+    }
+
+    @Test func version() async throws {
+        let r = try await TestSupport.run([TestPaths.reach, "--version"], timeout: 10)
+        #expect(r.status == 0)
+        #expect(r.stdout == "0.1.0\n")
+    }
+
+    @Test func badConfigExits78NamingTheKey() async throws {
+        let path = FileManager.default.temporaryDirectory.path + "/gr-badcfg-\(getpid()).json"
+        try #"{"interface_kinds": {"ppp0": "satellite"}}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let r = try await TestSupport.run([TestPaths.reach, "status", "--config", path, "--no-modems"], timeout: 10)
+        #expect(r.status == 78)
+        #expect(r.stderr.contains("interface_kinds.ppp0"), "\(r.stderr)")
     }
 }

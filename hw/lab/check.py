@@ -203,6 +203,63 @@ def check_lab(out):
     check("hostapd stopped: reach status says wlan1 not associated, 0 bars",
           bool(s1) and s1.get("associated") is False and s1.get("bars") == 0, s1 and (s1.get("associated"), s1.get("bars")))
 
+    regained, err = load(out, "status-regained.json")
+    check("hostapd back: reach status is wifi again", regained is not None and regained.get("status") == "wifi" and
+          regained.get("medium") == "wifi", regained and (regained.get("status"), regained.get("medium")) or err)
+    check_agent(out)
+
+
+def check_agent(out):
+    """The agent across the WiFi loss and regain: start, one change to not-wifi, one change back, stop."""
+    wall = {}
+    try:
+        for line in open(os.path.join(out, "marks-wall.txt")):
+            name, ms = line.split()
+            wall[name] = int(ms)
+    except OSError as e:
+        check("agent: wall-clock marks", False, e.strerror)
+        return
+    lines = []
+    try:
+        for raw in open(os.path.join(out, "agent.jsonl")):
+            lines.append(json.loads(raw))
+    except (OSError, ValueError) as e:
+        check("agent: report lines parse", False, e)
+        return
+    check("agent: every report line parses", True, f"{len(lines)} lines")
+
+    def ms(line):  # RFC 3339 UTC with milliseconds -> epoch ms
+        import datetime
+        t = datetime.datetime.strptime(line["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+        return int(t.timestamp() * 1000)
+
+    events = [l.get("event", {}) for l in lines]
+    types = [e.get("type") for e in events]
+    check("agent: the log starts with a start line", types[:1] == ["start"], types[:3])
+    check("agent: started on wifi", bool(lines) and lines[0].get("status") == "wifi" and lines[0].get("medium") == "wifi",
+          lines and (lines[0].get("status"), lines[0].get("medium")))
+    seqs = [e.get("seq") for e in events]
+    check("agent: seq has no gaps", seqs == list(range(seqs[0], seqs[0] + len(seqs))) if seqs else False, seqs)
+    status_changes = [(i, l) for i, l in enumerate(lines)
+                      if l.get("event", {}).get("type") == "change" and "status" in l["event"].get("changed", [])]
+    lost = next((l for _, l in status_changes if l.get("status") != "wifi" and ms(l) >= wall.get("stop", 0)), None)
+    check("agent: hostapd stopped gives one change line to a status other than wifi", lost is not None,
+          lost and (lost.get("status"), lost["event"].get("reason")))
+    if lost:
+        delay = ms(lost) - wall["stop"]
+        check("agent: the loss line was written within 2 s", delay <= 2000, f"{delay} ms")
+    back = next((l for _, l in status_changes if l.get("status") == "wifi" and ms(l) >= wall.get("regain", 0)), None)
+    check("agent: hostapd back gives one change line back to wifi", back is not None,
+          back and back["event"].get("reason"))
+    check("agent: exactly two status changes (no duplicates, no flapping)", len(status_changes) == 2,
+          [(l.get("status"), l["event"].get("reason")) for _, l in status_changes])
+    check("agent: SIGTERM wrote a last stop line", types[-1:] == ["stop"], types[-3:])
+    try:
+        rc = open(os.path.join(out, "agent.rc")).read().strip()
+    except OSError:
+        rc = "missing"
+    check("agent: exited 0 on SIGTERM", rc == "0", rc)
+
 
 def check_bench(out):
     def figures(name):

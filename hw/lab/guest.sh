@@ -20,6 +20,7 @@ disassociated() { iw dev wlan1 link | grep -q '^Not connected'; }
 fail() { echo "LAB-FAIL: $*"; cleanup; exit 1; }
 cleanup() {
   [ -n "${monitor_pid:-}" ] && kill "$monitor_pid" 2>/dev/null
+  [ -n "${agent_pid:-}" ] && kill "$agent_pid" 2>/dev/null
   [ -f /run/hostapd.pid ] && kill "$(cat /run/hostapd.pid)" 2>/dev/null
   [ -f /run/wpa_supplicant.pid ] && kill "$(cat /run/wpa_supplicant.pid)" 2>/dev/null
   [ -n "${medium_pid:-}" ] && kill "$medium_pid" 2>/dev/null
@@ -164,15 +165,38 @@ check)
   wait_for 10 associated || fail "wlan1 lost its association after the medium stopped"
   sleep 2
 
-  # 5. hostapd stopped: the monitor must notice within 2 s, and the status must leave `wifi`.
+  # 5. The agent runs from here on (hold-down 0, so a loss is reported at once); its report log is on the share.
+  cat > /run/agent.json <<CONF
+{"report": {"path": "$out/agent.jsonl", "interval_seconds": 3600},
+ "changes": {"hold_down_seconds": 0},
+ "modems": {"enabled": false},
+ "log_level": "warning"}
+CONF
+  "$bin/reach" agent --config /run/agent.json 2> $out/agent.err &
+  agent_pid=$!
+  wait_for 15 grep -q '"type":"start"' $out/agent.jsonl || fail "the agent wrote no start line"
+
+  # 6. hostapd stopped: the monitor must notice within 2 s, and the status must leave `wifi`.
   echo "stop $(now_ms)" >> $out/marks.txt
+  echo "stop $(date +%s%3N)" >> $out/marks-wall.txt
   kill "$(cat /run/hostapd.pid)"
   wait_for 10 disassociated || log "wlan1 still associated 10 s after hostapd stopped"
   sleep 2
   "$bin/reach-wifi-lab" read wlan1 > $out/read-stopped.json 2> $out/read-stopped.err
   run_reach_status status-stopped
 
-  # 6. The station interface deleted: the monitor must report it gone.
+  # 7. hostapd back: wpa_supplicant associates again; the status and the agent must return to `wifi`.
+  echo "regain $(date +%s%3N)" >> $out/marks-wall.txt
+  start_ap
+  wait_for 30 associated || log "wlan1 did not associate again within 30 s"
+  sleep 2
+  run_reach_status status-regained
+  kill -TERM "$agent_pid"
+  wait "$agent_pid"; echo $? > $out/agent.rc
+  agent_pid=
+  kill "$(cat /run/hostapd.pid)"; sleep 1
+
+  # 8. The station interface deleted: the monitor must report it gone.
   echo "delete $(now_ms)" >> $out/marks.txt
   iw dev wlan1 del
   sleep 2

@@ -1,34 +1,40 @@
 // `reach agent`: the long-running monitor. Reports go to the JSON-lines log (and optionally a Prometheus textfile);
 // SIGTERM/SIGINT stop it gracefully (the last line is written), SIGHUP reloads the configuration.
 
-import ArgumentParser
 import GatewayReach
-import Glibc
 import Logging
 import ReachAgent
+import ReachCommandLine
 
 extension Reach {
-    struct Agent: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+    struct Agent: Subcommand {
+        static let spec = CommandSpec(
+            name: "agent",
             abstract: "Watch routes, modems and WiFi; write a report line at every change and every interval.",
             discussion: """
                 Signals: SIGTERM or SIGINT stop gracefully (a last "stop" line is written); SIGHUP reloads the \
                 configuration (a bad file is refused, the running one kept) and reopens the report log.
                 Exit status: 0 stopped by a signal, 1 a service failed (e.g. the rtnetlink monitor), 64 bad usage, \
                 78 bad configuration.
-                """)
+                """,
+            options: [
+                OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists, else the built-in defaults)."),
+                OptionSpec("check-config", help: "Check the configuration, print it with every default filled in, and exit (0 valid, 78 not)."),
+            ])
 
-        @Option(name: .long, help: ArgumentHelp("The configuration file (default: \(AgentConfig.defaultPath) when it exists, else the built-in defaults).", valueName: "FILE"))
         var config: String?
+        var checkConfig: Bool
 
-        @Flag(name: .long, help: "Check the configuration, print it with every default filled in, and exit (0 valid, 78 not).")
-        var checkConfig = false
+        init(_ p: ParsedArguments) throws(UsageError) {
+            config = p.value("config")
+            checkConfig = p.flag("check-config")
+        }
 
-        func run() async throws {
-            let cfg = try loadConfigOrExit(config)
+        func run() async -> Int32 {
+            guard let cfg = loadConfig(config) else { return ExitStatus.config }
             if checkConfig {
                 print(cfg.json.prettySerialized())
-                return
+                return ExitStatus.ok
             }
             let logger = bootstrapLogging(cfg.logLevel)
             let log = ReportLog(settings: ReportLog.Settings(cfg.report), logger: logger)
@@ -44,24 +50,12 @@ extension Reach {
                 ])
             do {
                 try await agent.run(logger: logger)
+                return ExitStatus.ok
             } catch {
                 logger.error("Agent stopped on a failure", metadata: ["error": "\(error)"])
-                throw ExitCode.failure
+                return 1
             }
         }
-    }
-}
-
-/// Loads the configuration; a bad one prints every problem (key path and what was expected) and exits 78.
-func loadConfigOrExit(_ path: String?) throws -> AgentConfig {
-    switch ConfigFile.load(path) {
-    case let .success(c):
-        return c
-    case let .failure(e):
-        var err = StandardError()
-        let file = path ?? AgentConfig.defaultPath
-        for p in e.problems { print("reach: \(file): \(p)", to: &err) }
-        throw ReachExit.config
     }
 }
 
@@ -75,16 +69,4 @@ func bootstrapLogging(_ level: AgentConfig.LogLevel) -> Logger {
     var logger = Logger(label: "reach")
     logger.logLevel = level.loggerLevel
     return logger
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        var bytes = Array(string.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            bytes = bytes.dropFirst(n)
-        }
-    }
 }

@@ -1,13 +1,14 @@
 // `reach diag`: field diagnostics in one run, for the installer. One line per check with a hint for each failure,
 // then one verdict line; the exit status is the verdict.
 
-import ArgumentParser
 import GatewayReach
 import ReachAgent
+import ReachCommandLine
 
 extension Reach {
-    struct Diag: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+    struct Diag: Subcommand {
+        static let spec = CommandSpec(
+            name: "diag",
             abstract: "Check modem, SIM, registration, signal, data, WiFi, route, gateway, DNS and the optional probe.",
             discussion: """
                 Checks: modem present and answering, SIM ready, registration (with the reject cause when denied), \
@@ -17,44 +18,42 @@ extension Reach {
                 Exit status: 0 ok, 1 not reachable (no usable default route, or the probe failed), 2 reachable \
                 with problems (a check failed or warned), 64 bad usage, 73 the bundle could not be written, \
                 78 bad configuration.
-                """)
+                """,
+            options: [
+                OptionSpec("json", help: "Print one JSON object (checks, verdict, snapshot) instead of text."),
+                OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config)."),
+                OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
+                OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
+            ])
 
-        @Flag(name: .long, help: "Print one JSON object (checks, verdict, snapshot) instead of text.")
-        var json = false
-
-        @Option(name: .long, help: ArgumentHelp("Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config).", valueName: "FILE"))
+        var json: Bool
         var bundle: String?
-
-        @Flag(name: .long, help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default).")
-        var showIdentifiers = false
-
-        @Option(name: .long, help: ArgumentHelp("The configuration file (default: \(AgentConfig.defaultPath) when it exists).", valueName: "FILE"))
+        var showIdentifiers: Bool
         var config: String?
 
-        mutating func validate() throws {
+        init(_ p: ParsedArguments) throws(UsageError) {
+            json = p.flag("json")
+            bundle = p.value("bundle")
+            showIdentifiers = p.flag("show-identifiers")
+            config = p.value("config")
             if let bundle, bundle.isEmpty || bundle.hasSuffix("/") {
-                throw ValidationError("--bundle needs a file name, got '\(bundle)'")
+                throw UsageError("--bundle needs a file name, got '\(bundle)'")
             }
         }
 
-        func run() async throws {
-            let cfg = try loadConfigOrExit(config)
+        func run() async -> Int32 {
+            guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers)
-            if json {
-                print(report.json(showIdentifiers: showIdentifiers).serialized())
-            } else {
-                print(report.text())
-            }
+            print(json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text())
             if let bundle {
                 let bytes = SupportBundle.build(report: report, config: cfg, showIdentifiers: showIdentifiers)
                 if case let .failure(e) = SupportBundle.write(bytes, to: bundle) {
-                    var err = StandardError()
-                    print("reach: cannot write the bundle: \(e)", to: &err)
-                    throw ExitCode(73)
+                    printError("reach: cannot write the bundle: \(e)")
+                    return ExitStatus.cannotCreate
                 }
                 if !json { print("bundle: \(bundle) (\(bytes.count) bytes)") }
             }
-            if report.verdict.exitCode != 0 { throw ExitCode(report.verdict.exitCode) }
+            return Int32(report.verdict.exitCode)
         }
     }
 }

@@ -1,133 +1,137 @@
 // `reach status`: one answer, now. Text for people, JSON (schema 1) for machines.
 
-import ArgumentParser
 import GatewayReach
-import Glibc
+import ReachAgent
+import ReachCommandLine
 
-/// Exit codes shared by the subcommands (sysexits.h where one fits).
-enum ReachExit {
-    static let notReachable = ExitCode(1)
-    static let usage = ExitCode(64)
-    static let unavailable = ExitCode(69)
-    static let config = ExitCode(78)
-}
+/// --host / --address / --link-local / --resolve-timeout, shared by `status` and `watch`.
+struct TargetOptions: Sendable {
+    static let specs = [
+        OptionSpec("host", .value("NAME"), help: "Ask about a host name (resolved asynchronously, bounded by --resolve-timeout)."),
+        OptionSpec("address", .value("IP"), help: "Ask about an IPv4 or IPv6 address."),
+        OptionSpec("link-local", help: "Ask about the IPv4 link-local network 169.254.0.0/16 (YYReachability's local WiFi)."),
+        OptionSpec("resolve-timeout", .value("SECONDS"), help: "Seconds to wait for a host name to resolve (default 3)."),
+    ]
 
-struct TargetOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Ask about a host name (resolved asynchronously, bounded by --resolve-timeout).", valueName: "NAME"))
-    var host: String?
+    /// nil when no target option was given (the default route, or the configured targets for `watch`).
+    var target: Target?
+    var resolveTimeout: Double
 
-    @Option(name: .long, help: ArgumentHelp("Ask about an IPv4 or IPv6 address.", valueName: "IP"))
-    var address: String?
-
-    @Flag(name: .long, help: "Ask about the IPv4 link-local network 169.254.0.0/16 (YYReachability's local WiFi).")
-    var linkLocal = false
-
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for a host name to resolve.", valueName: "SECONDS"))
-    var resolveTimeout: Double = 3
-
-    mutating func validate() throws {
-        if [host != nil, address != nil, linkLocal].filter({ $0 }).count > 1 {
-            throw ValidationError("--host, --address and --link-local are mutually exclusive")
+    init(_ p: ParsedArguments) throws(UsageError) {
+        let host = p.value("host")
+        let address = p.value("address")
+        if [host != nil, address != nil, p.flag("link-local")].filter({ $0 }).count > 1 {
+            throw UsageError("--host, --address and --link-local are mutually exclusive")
         }
-        if let address, IPAddress(address) == nil {
-            throw ValidationError("--address '\(address)' is not an IPv4 or IPv6 address")
+        if let address {
+            guard IPAddress(address) != nil else { throw UsageError("--address '\(address)' is not an IPv4 or IPv6 address") }
+            target = .address(address)
+        } else if let host {
+            guard !host.isEmpty, host.utf8.count <= 253 else { throw UsageError("--host '\(host)' is not a valid host name") }
+            target = IPAddress(host) != nil ? .address(host) : .host(host)
+        } else if p.flag("link-local") {
+            target = .linkLocal
         }
-        if let host, host.isEmpty || host.utf8.count > 253 {
-            throw ValidationError("--host '\(host)' is not a valid host name")
-        }
-        if !(resolveTimeout > 0 && resolveTimeout <= 60) {
-            throw ValidationError("--resolve-timeout must be a number of seconds in (0, 60], got \(resolveTimeout)")
-        }
-    }
-
-    var target: Target {
-        if let host { return IPAddress(host) != nil ? .address(host) : .host(host) }
-        if let address { return .address(address) }
-        if linkLocal { return .linkLocal }
-        return .defaultRoute
+        resolveTimeout = try CommandLineParser.seconds(p, "resolve-timeout", default: 3, max: 60)
     }
 }
 
-struct SourceOptions: ParsableArguments {
-    @Option(
-        name: .customLong("modem"),
-        help: ArgumentHelp("A modem control port, optionally with its protocol (repeatable; default: discover).",
-                           valueName: "PATH[:qmi|:mbim]"))
-    var modems: [String] = []
+extension Reach {
+    struct Status: Subcommand {
+        static let spec = CommandSpec(
+            name: "status",
+            abstract: "Print whether, and over what, packets can leave now.",
+            discussion: """
+                Without a target option the default route is asked (IPv4 and IPv6). The configuration (--config, \
+                else \(AgentConfig.defaultPath) when it exists) supplies interface kinds, modem ports and the \
+                modem timeout; options override it.
+                Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
+                78 bad configuration.
+                """,
+            options: [OptionSpec("json", help: "Print one JSON object (schema 1) instead of text.")] + TargetOptions.specs + [
+                OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
+                OptionSpec("no-modems", help: "Do not ask any modem."),
+                OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
+                OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
+                OptionSpec("no-wifi", help: "Do not read WiFi state."),
+                OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default)."),
+                OptionSpec("config", .value("FILE"), help: "The configuration file."),
+            ])
 
-    @Flag(name: .long, help: "Do not ask any modem.")
-    var noModems = false
+        var json: Bool
+        var targetOptions: TargetOptions
+        var modems: [ModemPortSpec]?
+        var noModems: Bool
+        var modemTimeout: Double?
+        var wifi: String?
+        var noWiFi: Bool
+        var showIdentifiers: Bool
+        var config: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each modem request.", valueName: "SECONDS"))
-    var modemTimeout: Double = 5
-
-    @Option(name: .long, help: ArgumentHelp("Read only this WiFi interface.", valueName: "IFACE"))
-    var wifi: String?
-
-    @Flag(name: .long, help: "Do not read WiFi state.")
-    var noWifi = false
-
-    @Flag(name: .long, help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default).")
-    var showIdentifiers = false
-
-    mutating func validate() throws {
-        if noModems && !modems.isEmpty { throw ValidationError("--modem and --no-modems are mutually exclusive") }
-        if noWifi && wifi != nil { throw ValidationError("--wifi and --no-wifi are mutually exclusive") }
-        if !(modemTimeout > 0 && modemTimeout <= 120) {
-            throw ValidationError("--modem-timeout must be a number of seconds in (0, 120], got \(modemTimeout)")
+        init(_ p: ParsedArguments) throws(UsageError) {
+            json = p.flag("json")
+            targetOptions = try TargetOptions(p)
+            noModems = p.flag("no-modems")
+            noWiFi = p.flag("no-wifi")
+            wifi = p.value("wifi")
+            showIdentifiers = p.flag("show-identifiers")
+            config = p.value("config")
+            if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
+            if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
+            modemTimeout = p.value("modem-timeout") == nil
+                ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
+            modems = p.values("modem").isEmpty ? nil : try p.values("modem").map(Self.modemSpec)
         }
-        _ = try modemSpecs()
-    }
 
-    /// `PATH[:qmi|:mbim]` → specs; nil when none were named (discovery).
-    func modemSpecs() throws -> [ModemPortSpec]? {
-        guard !modems.isEmpty else { return nil }
-        return try modems.map { arg in
+        /// `PATH[:qmi|:mbim]` → a port spec.
+        static func modemSpec(_ arg: String) throws(UsageError) -> ModemPortSpec {
             var path = Substring(arg)
             var proto: ModemProtocol?
             if let colon = arg.lastIndex(of: ":") {
                 let suffix = arg[arg.index(after: colon)...]
                 guard let p = ModemProtocol(rawValue: String(suffix)) else {
-                    throw ValidationError("--modem '\(arg)': protocol must be 'qmi' or 'mbim', got '\(suffix)'")
+                    throw UsageError("--modem '\(arg)': the protocol must be 'qmi' or 'mbim', got '\(suffix)'")
                 }
                 proto = p
                 path = arg[..<colon]
             }
-            guard path.hasPrefix("/") else { throw ValidationError("--modem '\(arg)': expected an absolute device path") }
+            guard path.hasPrefix("/") else { throw UsageError("--modem '\(arg)': expected an absolute device path") }
             return ModemPortSpec(path: String(path), protocol: proto)
+        }
+
+        func run() async -> Int32 {
+            guard let cfg = loadConfig(config) else { return ExitStatus.config }
+            let configured = cfg.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) }
+            let request = StatusRequest(
+                target: targetOptions.target ?? .defaultRoute,
+                modems: modems ?? (configured.isEmpty ? nil : configured),
+                readModems: !noModems && cfg.modems.enabled,
+                wifiInterface: wifi,
+                readWiFi: !noWiFi && cfg.wifi.enabled,
+                modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
+                resolveTimeout: .seconds(targetOptions.resolveTimeout),
+                interfaceOverrides: cfg.interfaceKinds)
+            let snapshot = await GatewayReach.status(request)
+            if json {
+                print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
+            } else {
+                print(SnapshotText.render(snapshot))
+            }
+            if snapshot.status == .unknown { return ExitStatus.unavailable }
+            return snapshot.reachable ? ExitStatus.ok : ExitStatus.notReachable
         }
     }
 }
 
-extension Reach {
-    struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Print whether, and over what, packets can leave now.",
-            discussion: "Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined.")
-
-        @Flag(name: .long, help: "Print one JSON object (schema 1) instead of text.")
-        var json = false
-
-        @OptionGroup var targetOptions: TargetOptions
-        @OptionGroup var sourceOptions: SourceOptions
-
-        func run() async throws {
-            let request = StatusRequest(
-                target: targetOptions.target,
-                modems: try sourceOptions.modemSpecs(),
-                readModems: !sourceOptions.noModems,
-                wifiInterface: sourceOptions.wifi,
-                readWiFi: !sourceOptions.noWifi,
-                modemOptions: ModemReadOptions(requestTimeout: .seconds(sourceOptions.modemTimeout)),
-                resolveTimeout: .seconds(targetOptions.resolveTimeout))
-            let snapshot = await GatewayReach.status(request)
-            if json {
-                print(snapshot.json(showIdentifiers: sourceOptions.showIdentifiers).serialized())
-            } else {
-                print(SnapshotText.render(snapshot))
-            }
-            if snapshot.status == .unknown { throw ReachExit.unavailable }
-            if !snapshot.reachable { throw ReachExit.notReachable }
-        }
+/// Loads the configuration (the default file only when it exists); a bad one prints every problem (key path and
+/// what was expected) and returns nil: exit 78.
+func loadConfig(_ path: String?) -> AgentConfig? {
+    switch ConfigFile.load(path) {
+    case let .success(c):
+        return c
+    case let .failure(e):
+        let file = path ?? AgentConfig.defaultPath
+        for p in e.problems { printError("reach: \(file): \(p)") }
+        return nil
     }
 }

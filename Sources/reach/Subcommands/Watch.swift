@@ -1,43 +1,47 @@
 // `reach watch`: the current status, then one line per change as it happens, until interrupted. The same sources,
 // hub and change detection as the agent; lines go to stdout instead of the log.
 
-import ArgumentParser
 import GatewayReach
 import Glibc
-import Logging
 import ReachAgent
+import ReachCommandLine
 
 extension Reach {
-    struct Watch: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
+    struct Watch: Subcommand {
+        static let spec = CommandSpec(
+            name: "watch",
             abstract: "Print the status now, then one line per change, until interrupted.",
             discussion: """
-                Hold-down and hysteresis come from the configuration (--config), as in the agent; \
-                --hold-down overrides the hold-down. Exit status: 0 interrupted, 64 bad usage, 78 bad configuration.
-                """)
+                Hold-down and hysteresis come from the configuration (--config), as in the agent; --hold-down \
+                overrides the hold-down. A target option replaces the configured targets.
+                Exit status: 0 interrupted, 64 bad usage, 78 bad configuration.
+                """,
+            options: [
+                OptionSpec("json", help: "Print report lines (JSON, one object per line) instead of text."),
+                OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
+                OptionSpec("hold-down", .value("SECONDS"), help: "Seconds a loss must last before it is printed (overrides the config)."),
+            ] + TargetOptions.specs)
 
-        @Flag(name: .long, help: "Print report lines (JSON, one object per line) instead of text.")
-        var json = false
-
-        @Option(name: .long, help: ArgumentHelp("The configuration file (default: \(AgentConfig.defaultPath) when it exists).", valueName: "FILE"))
+        var json: Bool
         var config: String?
-
-        @Option(name: .long, help: ArgumentHelp("Seconds a loss must last before it is printed (overrides the config).", valueName: "SECONDS"))
         var holdDown: Double?
+        var targetOptions: TargetOptions
 
-        @OptionGroup var targetOptions: TargetOptions
-
-        mutating func validate() throws {
-            if let holdDown, !(holdDown >= 0 && holdDown <= 3600) {
-                throw ValidationError("--hold-down must be a number of seconds from 0 to 3600, got \(holdDown)")
+        init(_ p: ParsedArguments) throws(UsageError) {
+            json = p.flag("json")
+            config = p.value("config")
+            targetOptions = try TargetOptions(p)
+            if let text = p.value("hold-down") {
+                guard let v = Double(text), v >= 0, v <= 3600 else {
+                    throw UsageError("--hold-down must be a number of seconds from 0 to 3600, got '\(text)'")
+                }
+                holdDown = v
             }
         }
 
-        func run() async throws {
-            var cfg = try loadConfigOrExit(config)
-            if targetOptions.host != nil || targetOptions.address != nil || targetOptions.linkLocal {
-                cfg.targets = [targetOptions.target]
-            }
+        func run() async -> Int32 {
+            guard var cfg = loadConfig(config) else { return ExitStatus.config }
+            if let target = targetOptions.target { cfg.targets = [target] }
             if let holdDown { cfg.changes.holdDownSeconds = holdDown }
             // Watch prints changes only; the periodic line is not needed.
             cfg.report.intervalSeconds = 86_400
@@ -49,16 +53,18 @@ extension Reach {
                     switch type {
                     case .periodic, .stop: return
                     case .start, .change:
-                        if json {
-                            print(line.serialized())
-                        } else {
-                            print(WatchText.line(type, snapshot, change))
-                        }
+                        print(json ? line.serialized() : WatchText.line(type, snapshot, change))
                         fflush(nil)
                     }
                 },
                 clock: ContinuousAgentClock(), reloadOnSIGHUP: false, logger: logger)
-            try await agent.run(logger: logger)
+            do {
+                try await agent.run(logger: logger)
+                return ExitStatus.ok
+            } catch {
+                printError("reach watch: \(error)")
+                return 1
+            }
         }
     }
 }
