@@ -5,7 +5,8 @@ import ReachTestSupport
 import Testing
 
 func makeTempDir(_ prefix: String) throws -> String {
-    let path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString.prefix(8)
+    // The pid in the name lets ReachTestSupport's janitor find it should this process die before removing it.
+    let path = NSTemporaryDirectory() + prefix + "-\(getpid())-" + UUID().uuidString.prefix(8)
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }

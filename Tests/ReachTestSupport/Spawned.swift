@@ -50,7 +50,7 @@ public final class Spawned: @unchecked Sendable {
 
     /// Fds are made and handed to a child under this lock, so no other spawn of ours inherits them (the pipe's write
     /// end in a long-lived simulator would keep its reader from ever seeing end of file).
-    private static let spawnLock = NSLock()
+    static let spawnLock = NSLock()
 
     /// Starts `argv` (a bare name is looked up in PATH) with a slot from `ChildSlots.shared`. From async code use
     /// `Spawned.start`, which waits for a slot without blocking a thread.
@@ -99,8 +99,10 @@ public final class Spawned: @unchecked Sendable {
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
-        let env = (environment.map { ProcessInfo.processInfo.environment.merging($0) { $1 } }
-            ?? ProcessInfo.processInfo.environment).map { "\($0)=\($1)" }
+        // Marked for the janitor, which ends the child should this process die without stopping it.
+        var inherited = ProcessInfo.processInfo.environment
+        if let janitor = Janitor.shared { inherited[Janitor.variable] = janitor.owner }
+        let env = (environment.map { inherited.merging($0) { $1 } } ?? inherited).map { "\($0)=\($1)" }
         let cArgs = argv.map { strdup($0) } + [nil]
         let cEnv = env.map { strdup($0) } + [nil]
         defer {

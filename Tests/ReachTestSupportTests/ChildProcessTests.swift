@@ -173,3 +173,35 @@ final class Flag: Sendable {
         lease.release()
     }
 }
+
+@Suite struct JanitorTests {
+    /// What a crashed test run leaves (a running child, its temporary directory, a namespace) is gone once the
+    /// janitor's owner is: here a made-up owner whose janitor is dismissed by hand.
+    @Test func aJanitorCleansUpAfterItsOwner() async throws {
+        let owner = "\(UInt64.random(in: 10_000_000...4_000_000_000))"  // above pid_max: no real process's
+        let janitor = try Janitor(owner: owner)
+        let child = try await Spawned.start(["sleep", "60"], environment: [Janitor.variable: owner])
+        let dir = NSTemporaryDirectory() + "reach-sim-\(owner)-left"
+        try FileManager.default.createDirectory(atPath: dir + "/inside", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let namespace = "gr-janitor-\(owner)-1"
+        let privileged = TestSupport.isRoot
+        if privileged { try await TestSupport.sh(["ip", "netns", "add", namespace]) }
+        janitor.dismiss()
+        #expect(await janitor.finished(timeout: 20))
+        #expect(await child.wait(timeout: 5) == 128 + SIGKILL)
+        #expect(!FileManager.default.fileExists(atPath: dir))
+        if privileged {
+            let left = try await TestSupport.sh(["ip", "netns", "list"])
+            #expect(!left.contains(namespace), "\(left)")
+            if left.contains(namespace) { _ = try? await TestSupport.run(["ip", "netns", "delete", namespace]) }
+        }
+    }
+
+    @Test func childrenCarryTheOwnerMark() async throws {
+        let owner = try #require(Janitor.shared?.owner)
+        #expect(owner == "\(getpid())")
+        let r = try await TestSupport.run(["sh", "-c", "echo $\(Janitor.variable)"])
+        #expect(r.stdout == owner + "\n")
+    }
+}
