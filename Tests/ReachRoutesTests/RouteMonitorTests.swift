@@ -8,33 +8,22 @@ import ReachCore
 import ReachTestSupport
 import Testing
 
-final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, Error>?
-    init() {}
-}
-
 /// setns(2), looked up at run time: Glibc's Swift module does not declare it (it needs _GNU_SOURCE).
 let setnsFunction: @convention(c) (Int32, Int32) -> Int32 = unsafeBitCast(
     dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns")!, to: (@convention(c) (Int32, Int32) -> Int32).self)
 let cloneNewNet: Int32 = 0x4000_0000  // CLONE_NEWNET
 
-/// Runs `body` on a fresh thread that has joined `ns`'s network namespace. Sockets made there stay in it.
-func inNamespace<T: Sendable>(_ ns: Namespace, _ body: @escaping @Sendable () throws -> T) throws -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
-    let thread = Thread {
-        defer { done.signal() }
+/// Runs `body` on a fresh thread (off the cooperative pool) that has joined `ns`'s network namespace. Sockets made
+/// there stay in it.
+func inNamespace<T: Sendable>(_ ns: Namespace, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await offPool {
         let fd = open("/run/netns/\(ns.name)", O_RDONLY | O_CLOEXEC)
         guard fd >= 0, setnsFunction(fd, cloneNewNet) == 0 else {
-            box.result = .failure(TestFailure("setns \(ns.name): \(String(cString: strerror(errno)))"))
-            return
+            throw TestFailure("setns \(ns.name): \(String(cString: strerror(errno)))")
         }
         close(fd)
-        box.result = Result { try body() }
+        return try body()
     }
-    thread.start()
-    done.wait()
-    return try box.result!.get()
 }
 
 /// Collects events until `until` holds for the collected list or `timeout` passes.
@@ -62,7 +51,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
     @Test func hearsLinksAddressesAndRoutes() async throws {
         guard TestSupport.privileged("RouteMonitor") else { return }
         let ns = try Namespace("mon")
-        let monitor = try inNamespace(ns) { try RouteMonitor() }
+        let monitor = try await inNamespace(ns) { try RouteMonitor() }
 
         try ns.ip("link", "add", "a0", "type", "veth", "peer", "name", "b0")
         try ns.ip("addr", "add", "10.9.0.1/24", "dev", "a0")
@@ -121,7 +110,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
         #expect(try await TestSupport.eventually {
             try ["a0", "b0"].allSatisfy { try ns.ip("link", "show", $0).contains("state UP") }
         })
-        let monitor = try inNamespace(ns) { try RouteMonitor(bufferBytes: 2048, startReading: false) }
+        let monitor = try await inNamespace(ns) { try RouteMonitor(bufferBytes: 2048, startReading: false) }
         let batch = FileManager.default.temporaryDirectory.path + "/gr-routes-\(getpid())"
         let lines = (0..<3000).map { "route add 172.\(16 + $0 / 250).\($0 % 250).0/24 via 10.8.0.2" }
         try lines.joined(separator: "\n").write(toFile: batch, atomically: true, encoding: .utf8)
