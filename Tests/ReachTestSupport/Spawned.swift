@@ -221,7 +221,8 @@ public final class Spawned: @unchecked Sendable {
         while true {
             if let s = exitStatus { return s }
             if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(pause))
+            // A cancelled task cannot sleep; it waits the pause out on its thread rather than spin.
+            do { try await Task.sleep(for: .milliseconds(pause)) } catch { usleep(UInt32(pause) * 1000) }
             pause = min(pause * 2, 10)
         }
     }

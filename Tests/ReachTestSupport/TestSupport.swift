@@ -75,7 +75,7 @@ public enum TestSupport {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
-            try? await Task.sleep(for: .seconds(every))
+            do { try await Task.sleep(for: .seconds(every)) } catch { break }  // cancelled: one last look
         }
         return try await condition()
     }
