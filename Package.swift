@@ -65,25 +65,30 @@ let package = Package(
         // WiFi lab tool (hw/lab): times the nl80211 reader and the event monitor inside the VM.
         .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"]),
 
-        // Test-only helpers: namespaces, running binaries with deadlines (Foundation is fine here).
+        // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
+        // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
         .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
 
+        .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
         .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
         .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
         // built reach-modem-sim driven by Debian's qmicli/mbimcli.
-        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM"]),
+        .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM", "ReachTestSupport"]),
         // The WWAN adapter against fake sysfs trees, libmbim-parsed captures, and the built reach-modem-sim and
         // reach (listed so that `swift build --build-tests` builds them).
         .testTarget(
             name: "ReachModemTests",
-            dependencies: ["ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "reach", "reach-modem-sim"]),
+            dependencies: [
+                "ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "ReachTestSupport", "reach", "reach-modem-sim",
+            ]),
         .testTarget(
             name: "ReachAgentTests",
             dependencies: [
-                "ReachAgent", "reach", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                "ReachAgent", "ReachTestSupport", "reach", "reach-modem-sim",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ]

@@ -9,6 +9,7 @@ import ReachCore
 
 let usage = """
     usage: reach-modem-sim --scenario FILE [--link PATH] [--control PATH] [--replay FILE] [--log FILE] [--verbose]
+                           [--clock-on-open]
            reach-modem-sim --replay FILE [--link PATH] [--control PATH] [--log FILE] [--verbose]
 
     A QMI (QMUX) or MBIM modem on a pseudo-terminal, for testing modem clients without hardware.
@@ -22,6 +23,8 @@ let usage = """
                         {"indicate": true} or {"query": "state"|"stats"}, answered with one JSON line
       --log FILE        one line per frame in and out (hex and a decoded summary) and per event
       --verbose         the same lines on standard error
+      --clock-on-open   the scenario clock (timeline at_ms) starts when a client first opens the port, not at
+                        start, so a timed fault cannot pass before a slow client has arrived
       --check           only validate the scenario / capture and exit (0 when usable, 65 when not)
       --help            this text
 
@@ -56,6 +59,7 @@ struct Options {
     var log: String?
     var verbose = false
     var check = false
+    var clockOnOpen = false
 }
 
 func parseArguments(_ args: [String]) -> Options {
@@ -75,6 +79,7 @@ func parseArguments(_ args: [String]) -> Options {
         case "--control": o.control = value(a)
         case "--log": o.log = value(a)
         case "--verbose": o.verbose = true
+        case "--clock-on-open": o.clockOnOpen = true
         case "--check": o.check = true
         case "--help", "-h":
             emit(1, usage + "\n")
@@ -153,7 +158,8 @@ unblockHandledSignals()
 /// The pty, the control socket and the engine, and the loop that connects them.
 struct SimulatorLoop {
     let options: Options
-    let startMs = Sys.monotonicMs()
+    /// When the scenario clock started; nil while --clock-on-open waits for the first client (the clock reads 0).
+    var clockStart: UInt64?
     var logFD: Int32 = -1
     var pty: PseudoTerminal?
     var control: ControlSocket?
@@ -165,6 +171,7 @@ struct SimulatorLoop {
     init(options: Options, engine: ModemEngine) {
         self.options = options
         self.engine = engine
+        clockStart = options.clockOnOpen ? nil : Sys.monotonicMs()
         if let path = options.log {
             logFD = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
             guard logFD >= 0 else { fail(66, "cannot open the log: \(SystemError("open", path))") }
@@ -179,7 +186,7 @@ struct SimulatorLoop {
         pty = openPort()
     }
 
-    func now() -> UInt64 { Sys.monotonicMs() - startMs }
+    func now() -> UInt64 { clockStart.map { Sys.monotonicMs() - $0 } ?? 0 }
 
     func log(_ line: String) {
         guard logFD >= 0 || options.verbose else { return }
@@ -280,6 +287,10 @@ struct SimulatorLoop {
                 if !p.isHungUp() {
                     clientPresent = true
                     log("client connected")
+                    if clockStart == nil {
+                        clockStart = Sys.monotonicMs()
+                        log("scenario clock started by the first client")
+                    }
                 }
             }
             var fds = [pollfd(fd: signalPipe.read, events: Int16(POLLIN), revents: 0)]

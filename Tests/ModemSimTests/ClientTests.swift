@@ -5,6 +5,7 @@
 import Foundation
 import ModemSim
 import ReachCore
+import ReachTestSupport
 import Testing
 
 /// qmicli's names for what the scenario says.
@@ -52,15 +53,15 @@ struct QMIClientTests {
         "qmi-denied-reject-cause", "qmi-sim-pin-required", "qmi-sim-absent",
     ]
 
-    func qmicli(_ sim: SimProcess, _ args: String..., seconds: Double = 10) async throws -> RunResult {
-        try await run("qmicli", ["-d", sim.pty, "--device-open-qmi"] + args, seconds: seconds)
+    func qmicli(_ sim: ModemSimulator, _ args: String..., seconds: Double = 10) async throws -> RunResult {
+        try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi"] + args, timeout: seconds)
     }
 
     @Test(arguments: generationScenarios)
     func qmicliAgreesWithTheScenario(file: String) async throws {
         let scenario = try Repo.scenario(file)
         let st = scenario.state
-        let sim = try await SimProcess.start(scenario: file)
+        let sim = try await ModemSimulator.start(scenario: file)
         defer { sim.stop() }
 
         // NAS Get System Info: the family in use, its status, PLMN and roaming.
@@ -152,7 +153,7 @@ struct QMIClientTests {
     @Test(arguments: ["qmi-fallback-invalid-qmi-command", "qmi-fallback-not-supported"])
     func fallbackFirmwareRefusesNewMessagesAndAnswersOldOnes(file: String) async throws {
         let scenario = try Repo.scenario(file)
-        let sim = try await SimProcess.start(scenario: file)
+        let sim = try await ModemSimulator.start(scenario: file)
         defer { sim.stop() }
         let name = scenario.qmi.unsupportedError == QMIError.invalidQMICommand ? "(71): 'InvalidQmiCommand'" : "(94): 'NotSupported'"
         #expect(try await qmicli(sim, "--nas-get-system-info").stderr.contains(name))
@@ -165,7 +166,7 @@ struct QMIClientTests {
 
     @Test func dmsAnswersCarryTheDevice() async throws {
         let scenario = try Repo.scenario("qmi-4g-lte")
-        let sim = try await SimProcess.start(scenario: "qmi-4g-lte")
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
         defer { sim.stop() }
         #expect(try await qmicli(sim, "--dms-get-manufacturer").value("Manufacturer") == scenario.device.manufacturer)
         #expect(try await qmicli(sim, "--dms-get-model").value("Model") == scenario.device.model)
@@ -177,7 +178,7 @@ struct QMIClientTests {
         let caps = try await qmicli(sim, "--dms-get-capabilities")
         #expect(caps.value("Networks") == "gsm, umts, lte")
         // Version info and sync at open, as ModemManager opens (VERSION_INFO) and a restarted host does (SYNC).
-        let opened = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--device-open-version-info", "--device-open-sync", "--nas-get-system-info"])
+        let opened = try await qmicli(sim, "--device-open-version-info", "--device-open-sync", "--nas-get-system-info")
         #expect(opened.status == 0 && opened.stdout.contains("LTE service"), "\(opened.stderr)")
         let versions = try await qmicli(sim, "--get-service-version-info")
         #expect(versions.stdout.contains("nas (1.25)") && versions.stdout.contains("uim (1.46)"))
@@ -190,7 +191,7 @@ struct QMIClientTests {
         ("qmi-dms-get-ids", "--dms-get-ids", ["IMEI": "359225050039973", "ESN": "80997874"]),
     ])
     func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
-        let sim = try await SimProcess.start(replay: capture)
+        let sim = try await ModemSimulator.start(replay: capture)
         defer { sim.stop() }
         let r = try await qmicli(sim, command)
         #expect(r.status == 0, "\(r.stderr)")
@@ -204,15 +205,15 @@ struct QMIClientTests {
     // MARK: Faults, as a client sees them
 
     @Test func silenceTimesOutWhileOtherRequestsWork() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-silent-signal")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-signal-info"], seconds: 2)
+        let silent = try await qmicli(sim, "--nas-get-signal-info", seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Successfully"))
         #expect(try await qmicli(sim, "--nas-get-system-info").status == 0)
     }
 
     @Test func slowRepliesArriveLate() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-slow-replies")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-slow-replies")
         defer { sim.stop() }
         let r = try await qmicli(sim, "--nas-get-serving-system")
         #expect(r.status == 0 && r.value("Registration state") == "registered")
@@ -222,7 +223,7 @@ struct QMIClientTests {
     }
 
     @Test func errorStatusesReachTheClient() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-error-status")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-error-status")
         defer { sim.stop() }
         #expect(try await qmicli(sim, "--nas-get-system-info").stderr.contains("QMI protocol error (52): 'DeviceNotReady'"))
         #expect(try await qmicli(sim, "--nas-get-signal-info").stderr.contains("(74): 'InformationUnavailable'"))
@@ -230,25 +231,25 @@ struct QMIClientTests {
     }
 
     @Test func garbageBreaksLibqmiFramingAndDMSStillWorks() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-garbage")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-garbage")
         defer { sim.stop() }
         let broken = try await qmicli(sim, "--nas-get-system-info")
         #expect(broken.stderr.contains("endpoint hangup"), "\(broken.stderr)")
         #expect(try await qmicli(sim, "--dms-get-ids").value("IMEI") != nil)
-        #expect(sim.logText.contains("garbage (48 bytes)"))
+        #expect(sim.log.contains("garbage (48 bytes)"))
     }
 
     @Test func truncatedFrameTimesOutOnceThenWorks() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-truncated-once")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-truncated-once")
         defer { sim.stop() }
-        let cut = try await run("qmicli", ["-d", sim.pty, "--device-open-qmi", "--nas-get-system-info"], seconds: 2)
+        let cut = try await qmicli(sim, "--nas-get-system-info", seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Successfully"))
         let whole = try await qmicli(sim, "--nas-get-system-info")
         #expect(whole.status == 0 && whole.stdout.contains("LTE service"), "\(whole.stderr)")
     }
 
     @Test func portVanishesAndComesBackBehindTheLink() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-fault-close-after-requests")
+        let sim = try await ModemSimulator.start(scenario: "qmi-fault-close-after-requests")
         defer { sim.stop() }
         // Allocate, Get IDs, Release: three answered requests.
         #expect(try await qmicli(sim, "--dms-get-ids").status == 0)
@@ -258,7 +259,7 @@ struct QMIClientTests {
         let again = try await sim.readLine(timeout: 5)
         #expect(again.hasPrefix("pty: /dev/pts/"))  // the kernel may hand out the same number again
         _ = try await sim.readLine(timeout: 2)  // link line
-        let viaLink = try await run("qmicli", ["-d", sim.link, "--device-open-qmi", "--dms-get-ids"])
+        let viaLink = try await TestSupport.run(["qmicli", "-d", sim.link, "--device-open-qmi", "--dms-get-ids"], timeout: 10)
         #expect(viaLink.status == 0 && viaLink.value("IMEI") != nil, "\(viaLink.stderr)")
     }
 }
@@ -279,8 +280,10 @@ struct MBIMClientTests {
         }
     }
 
-    func mbimcli(_ sim: SimProcess, _ version: MBIMExVersion, _ command: String, seconds: Double = 10) async throws -> RunResult {
-        try await run("mbimcli", ["-d", sim.pty] + Self.openFlag(version) + [command], seconds: seconds)
+    func mbimcli(_ sim: ModemSimulator, _ version: MBIMExVersion, _ command: String, seconds: Double = 10)
+        async throws -> RunResult
+    {
+        try await TestSupport.run(["mbimcli", "-d", sim.pty] + Self.openFlag(version) + [command], timeout: seconds)
     }
 
     static var cases: [(String, MBIMExVersion)] {
@@ -294,7 +297,7 @@ struct MBIMClientTests {
     func mbimcliAgreesWithTheScenario(file: String, version: MBIMExVersion) async throws {
         let scenario = try Repo.scenario(file)
         let st = scenario.state
-        let sim = try await SimProcess.start(scenario: file)
+        let sim = try await ModemSimulator.start(scenario: file)
         defer { sim.stop() }
 
         let reg = try await mbimcli(sim, version, "--query-registration-state")
@@ -371,7 +374,7 @@ struct MBIMClientTests {
 
     @Test func olderHostsGetTheOlderLayouts() async throws {
         // A v3 device opened with v2 answers v2 (5g-nsa); opened with no MBIMEx, v1.
-        let sim = try await SimProcess.start(scenario: "mbim-5g-nsa-mbimex3")
+        let sim = try await ModemSimulator.start(scenario: "mbim-5g-nsa-mbimex3")
         defer { sim.stop() }
         let v2 = try await mbimcli(sim, .v2, "--query-packet-service-state")
         #expect(v2.value("Available data classes") == "lte, 5g-nsa" && v2.value("Data sub class") == nil, "\(v2.stdout)")
@@ -380,7 +383,7 @@ struct MBIMClientTests {
         let v1 = try await mbimcli(sim, .v1, "--query-packet-service-state")
         #expect(v1.value("Frequency range") == nil)
         // An MBIM 1.0 device asked for MBIMEx just stays at 1.0 (no Version CID listed).
-        let plain = try await SimProcess.start(scenario: "mbim-4g-lte")
+        let plain = try await ModemSimulator.start(scenario: "mbim-4g-lte")
         defer { plain.stop() }
         let asked = try await mbimcli(plain, .v3, "--query-registration-state")
         #expect(asked.status == 0 && asked.value("Preferred data classes") == nil)
@@ -391,66 +394,66 @@ struct MBIMClientTests {
         ("mbim-device-caps-huawei-e367", "--query-device-caps", ["Hardware info": "CP1E367UM", "Firmware info": "11.810.09.00.00", "Custom data class": "HSPA+"]),
     ])
     func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
-        let sim = try await SimProcess.start(replay: capture)
+        let sim = try await ModemSimulator.start(replay: capture)
         defer { sim.stop() }
-        let r = try await run("mbimcli", ["-d", sim.pty, command])
+        let r = try await mbimcli(sim, .v1, command)
         #expect(r.status == 0, "\(r.stderr)")
         for (label, value) in values { #expect(r.value(label) == value, "\(label) in\n\(r.stdout)") }
-        let other = try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"])
+        let other = try await mbimcli(sim, .v1, "--query-signal-state")
         #expect(other.stderr.contains("NoDeviceSupport"), "\(other.stderr)")
     }
 
     // MARK: Faults
 
     @Test func silenceTimesOut() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-silent-signal")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-silent-signal")
         defer { sim.stop() }
-        let silent = try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"], seconds: 2)
+        let silent = try await mbimcli(sim, .v1, "--query-signal-state", seconds: 2)
         #expect(silent.timedOut && !silent.stdout.contains("Signal state"))
-        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").status == 0)
     }
 
     @Test func slowRepliesArriveLate() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-slow-replies")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-slow-replies")
         defer { sim.stop() }
-        let r = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
+        let r = try await mbimcli(sim, .v1, "--query-registration-state")
         #expect(r.status == 0 && r.value("Register state") == "home")
         #expect(r.seconds >= 1.5 && r.seconds < 5, "took \(r.seconds) s")
     }
 
     @Test func errorStatusesReachTheClient() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-error-status")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-error-status")
         defer { sim.stop() }
-        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).stderr.contains("operation failed: Failure"))
-        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-signal-state"]).stderr.contains("operation failed: NoDeviceSupport"))
-        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"]).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").stderr.contains("operation failed: Failure"))
+        #expect(try await mbimcli(sim, .v1, "--query-signal-state").stderr.contains("operation failed: NoDeviceSupport"))
+        #expect(try await mbimcli(sim, .v1, "--query-packet-service-state").status == 0)
     }
 
     @Test func garbageInsteadOfAnAnswerTimesOutOnce() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-garbage")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-garbage")
         defer { sim.stop() }
-        let lost = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"], seconds: 2)
+        let lost = try await mbimcli(sim, .v1, "--query-registration-state", seconds: 2)
         #expect(lost.timedOut && !lost.stdout.contains("Registration status"))
-        let next = try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"])
+        let next = try await mbimcli(sim, .v1, "--query-registration-state")
         #expect(next.status == 0 && next.value("Register state") == "home", "\(next.stderr)")
     }
 
     @Test func truncatedAnswersTimeOut() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-truncated")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-truncated")
         defer { sim.stop() }
-        let cut = try await run("mbimcli", ["-d", sim.pty, "--query-packet-service-state"], seconds: 2)
+        let cut = try await mbimcli(sim, .v1, "--query-packet-service-state", seconds: 2)
         #expect(cut.timedOut && !cut.stdout.contains("Packet service status"))
-        #expect(try await run("mbimcli", ["-d", sim.pty, "--query-registration-state"]).status == 0)
+        #expect(try await mbimcli(sim, .v1, "--query-registration-state").status == 0)
     }
 
     @Test func portVanishesAndComesBack() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-fault-port-vanishes")
+        let sim = try await ModemSimulator.start(scenario: "mbim-fault-port-vanishes")
         defer { sim.stop() }
         let again = try await sim.readLine(timeout: 6)  // closed at 1.5 s, reopened at 3 s
         #expect(again.hasPrefix("pty: /dev/pts/"))
         _ = try await sim.readLine(timeout: 2)
-        #expect(sim.logText.contains("port closed"))
-        let back = try await run("mbimcli", ["-d", sim.link, "--query-registration-state"])
+        #expect(sim.log.contains("port closed"))
+        let back = try await TestSupport.run(["mbimcli", "-d", sim.link, "--query-registration-state"], timeout: 10)
         #expect(back.status == 0 && back.value("Register state") == "home", "\(back.stderr)")
     }
 }

@@ -4,24 +4,25 @@
 
 import CMBIM
 import ModemSim
+import ReachTestSupport
 import Testing
 
-func libmbimPrintable(_ bytes: [UInt8], mbimex: MBIMExVersion) -> Result<String, ToolMissing> {
+func libmbimPrintable(_ bytes: [UInt8], mbimex: MBIMExVersion) -> Result<String, TestFailure> {
     guard let message = bytes.withUnsafeBufferPointer({ mbim_message_new($0.baseAddress, guint32($0.count)) }) else {
-        return .failure(ToolMissing(description: "mbim_message_new failed"))
+        return .failure(TestFailure("mbim_message_new failed"))
     }
     defer { mbim_message_unref(message) }
     var error: UnsafeMutablePointer<GError>?
     guard mbim_message_validate(message, &error) != 0 else {
         let why = error.map { String(cString: $0.pointee.message) } ?? "unknown"
         if let error { g_error_free(error) }
-        return .failure(ToolMissing(description: "libmbim: invalid message: \(why)"))
+        return .failure(TestFailure("libmbim: invalid message: \(why)"))
     }
     let major = guint8(mbimex.bcd >> 8)
     guard let text = mbim_message_get_printable_full(message, major, 0, "", 0, &error) else {
         let why = error.map { String(cString: $0.pointee.message) } ?? "unknown"
         if let error { g_error_free(error) }
-        return .failure(ToolMissing(description: "libmbim could not print it: \(why)"))
+        return .failure(TestFailure("libmbim could not print it: \(why)"))
     }
     defer { g_free(text) }
     return .success(String(cString: text))

@@ -5,10 +5,11 @@
 
 import CQMI
 import ModemSim
+import ReachTestSupport
 import Testing
 
 /// libqmi's decoded text of one frame, or why it could not read it.
-func libqmiPrintable(_ frame: [UInt8]) -> Result<String, ToolMissing> {
+func libqmiPrintable(_ frame: [UInt8]) -> Result<String, TestFailure> {
     let array = g_byte_array_new()
     defer { g_byte_array_unref(array) }
     frame.withUnsafeBufferPointer { _ = g_byte_array_append(array, $0.baseAddress, guint($0.count)) }
@@ -16,11 +17,11 @@ func libqmiPrintable(_ frame: [UInt8]) -> Result<String, ToolMissing> {
     guard let message = qmi_message_new_from_raw(array, &error) else {
         let why = error.map { String(cString: $0.pointee.message) } ?? "unknown"
         if let error { g_error_free(error) }
-        return .failure(ToolMissing(description: "libqmi rejected the frame: \(why)"))
+        return .failure(TestFailure("libqmi rejected the frame: \(why)"))
     }
     defer { qmi_message_unref(message) }
     guard let text = qmi_message_get_printable_full(message, nil, "") else {
-        return .failure(ToolMissing(description: "libqmi printed nothing"))
+        return .failure(TestFailure("libqmi printed nothing"))
     }
     defer { g_free(text) }
     return .success(String(cString: text))

@@ -4,6 +4,7 @@
 import CQMI
 import Foundation
 import ModemSim
+import ReachTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ final class RawPort: @unchecked Sendable {
 
     init(_ path: String) throws {
         fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else { throw ToolMissing(description: "open \(path): errno \(errno)") }
+        guard fd >= 0 else { throw TestFailure("open \(path): errno \(errno)") }
     }
 
     deinit { close(fd) }
@@ -60,8 +61,8 @@ final class RawPort: @unchecked Sendable {
 @Suite(.enabled(if: Tools.simulator != nil || Tools.required, "needs a built reach-modem-sim (swift build --build-tests)"))
 struct SimulatorProcessTests {
     func simulator(_ args: [String]) async throws -> RunResult {
-        guard let sim = Tools.simulator else { throw ToolMissing(description: "reach-modem-sim is not built") }
-        return try await run(sim, args, seconds: 5)
+        guard let sim = Tools.simulator else { throw TestFailure("reach-modem-sim is not built") }
+        return try await TestSupport.run([sim] + args, timeout: 5)
     }
 
     @Test(arguments: [
@@ -107,17 +108,18 @@ struct SimulatorProcessTests {
     }
 
     @Test func sigtermExitsZeroAndCleansUp() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-4g-lte")
-        #expect(FileManager.default.fileExists(atPath: sim.control))
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
+        let control = try #require(sim.controlPath)
+        #expect(FileManager.default.fileExists(atPath: control))
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: sim.link)) == sim.pty)
         let link = sim.link
-        let control = sim.control
         #expect(sim.stop() == 0)
+        // The simulator removed them itself (its directory stays until the handle is released).
         #expect(!FileManager.default.fileExists(atPath: link) && !FileManager.default.fileExists(atPath: control))
     }
 
     @Test func thePtyIsEightBitCleanBothWays() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-4g-lte")
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
         defer { sim.stop() }
         let port = try RawPort(sim.pty)
         // CR, LF, XON, XOFF, ^C, ^D and 0xFF in the request and in its echo: a cooked tty would eat or change them.
@@ -129,11 +131,11 @@ struct SimulatorProcessTests {
         let alloc = try await port.qmi(QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: 0x11,
                                             messageID: QMIMessageID.ctlAllocateCID, tlvs: [QMITLV(0x01, [QMIService.nas])]))
         #expect(alloc.first?.transactionID == 0x11 && alloc.first?.tlv(0x01)?.first == QMIService.nas)
-        #expect(sim.logText.contains("0d 0a 11 13 03 04 ff 7f"))
+        #expect(sim.log.contains("0d 0a 11 13 03 04 ff 7f"))
     }
 
     @Test func controlSocketDrivesQMIIndications() async throws {
-        let sim = try await SimProcess.start(scenario: "qmi-4g-lte")
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
         defer { sim.stop() }
         let port = try RawPort(sim.pty)
         let alloc = try await port.qmi(QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: 1,
@@ -157,7 +159,7 @@ struct SimulatorProcessTests {
     }
 
     @Test func controlSocketDrivesMBIMNotifications() async throws {
-        let sim = try await SimProcess.start(scenario: "mbim-5g-nsa-mbimex3")
+        let sim = try await ModemSimulator.start(scenario: "mbim-5g-nsa-mbimex3")
         defer { sim.stop() }
         let port = try RawPort(sim.pty)
         port.write(MBIMMessage(type: .open, transactionID: 1, code: 4096).encoded())

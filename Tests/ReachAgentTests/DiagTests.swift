@@ -1,6 +1,7 @@
 import Foundation
 import GatewayReach
 import ReachAgent
+import ReachTestSupport
 import Testing
 
 @Suite struct DiagTests {
@@ -184,7 +185,7 @@ import Testing
 
     // MARK: Bundle
 
-    @Test func bundleIsATarGzThatTarAndGzipRead() throws {
+    @Test func bundleIsATarGzThatTarAndGzipRead() async throws {
         let entries = [
             TarGz.Entry(name: "d/a.txt", text: "hello\n"),
             TarGz.Entry(name: "d/big.jsonl", text: String(repeating: "{\"n\":1}\n", count: 20_000)),
@@ -193,52 +194,48 @@ import Testing
         let dir = try makeTempDir("reach-bundle")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         if case let .failure(e) = SupportBundle.write(bytes, to: dir + "/b.tar.gz") { Issue.record("\(e)") }
-        #expect(try run(["gzip", "-t", dir + "/b.tar.gz"]).status == 0)
-        let list = try run(["tar", "-tzf", dir + "/b.tar.gz"])
-        #expect(list.status == 0, "\(list.err)")
-        #expect(list.out.split(separator: "\n") == ["d/a.txt", "d/big.jsonl"])
-        let big = try run(["tar", "-xzOf", dir + "/b.tar.gz", "d/big.jsonl"])
-        #expect(big.out.count == 160_000)
+        #expect(try await TestSupport.run(["gzip", "-t", dir + "/b.tar.gz"]).status == 0)
+        let list = try await TestSupport.run(["tar", "-tzf", dir + "/b.tar.gz"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.stdout.split(separator: "\n") == ["d/a.txt", "d/big.jsonl"])
+        let big = try await TestSupport.run(["tar", "-xzOf", dir + "/b.tar.gz", "d/big.jsonl"])
+        #expect(big.stdout.count == 160_000)
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)  // the standard check value
     }
 
-    @Test func diagCommandInANamespaceWithAGatewayThatAnswers() throws {
-        guard requirement(getuid() == 0, "root (network namespaces)") else { return }
-        let ns = EndToEndTests.Namespace()
-        try ns.create()
-        defer { ns.delete() }
+    @Test func diagCommandInANamespaceWithAGatewayThatAnswers() async throws {
+        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+        let ns = try EndToEndTests.namespace()
         // The gateway 192.0.2.1 is veth1 moved into a second namespace of ours; a ping fills the neighbour table.
-        let gw = ns.name + "-gw"
-        _ = try run(["ip", "netns", "add", gw])
-        defer { _ = try? run(["ip", "netns", "del", gw]) }
-        try ns.ip("link set veth1 netns \(gw)")
-        _ = try run(["ip", "-n", gw, "addr", "add", "192.0.2.1/24", "dev", "veth1"])
-        _ = try run(["ip", "-n", gw, "link", "set", "veth1", "up"])
+        let gw = try Namespace("gw")
+        try ns.ip("link", "set", "veth1", "netns", gw.name)
+        try gw.ip("addr", "add", "192.0.2.1/24", "dev", "veth1")
+        try gw.ip("link", "set", "veth1", "up")
         // One UDP datagram makes the kernel resolve the gateway (ARP); the gateway's namespace answers.
         var neigh = ""
         for _ in 0..<100 where !neigh.contains("REACHABLE") {
-            _ = try run(["ip", "netns", "exec", ns.name, "bash", "-c", "echo x > /dev/udp/192.0.2.1/9"])
-            Thread.sleep(forTimeInterval: 0.02)
-            neigh = try run(["ip", "-n", ns.name, "neigh", "show", "192.0.2.1"]).out
+            _ = try await ns.exec(["bash", "-c", "echo x > /dev/udp/192.0.2.1/9"])
+            try await Task.sleep(for: .milliseconds(20))
+            neigh = try ns.ip("neigh", "show", "192.0.2.1")
         }
         #expect(neigh.contains("REACHABLE"), "\(neigh)")
         let dir = try makeTempDir("reach-diag")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#.write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
-        let r = try run(["ip", "netns", "exec", ns.name, reachBinary(), "diag", "--json", "--config", dir + "/c.json",
-                         "--bundle", dir + "/b.tgz"])
-        let j = try JSON.parse(r.out)
+        let r = try await ns.exec(
+            [TestPaths.reach, "diag", "--json", "--config", dir + "/c.json", "--bundle", dir + "/b.tgz"], timeout: 60)
+        let j = try JSON.parse(r.stdout)
         let checks = j["checks"]?.arrayValue ?? []
         func st(_ id: String) -> String? { checks.first { $0["id"]?.stringValue == id }?["status"]?.stringValue }
         #expect(st("route.default") == "ok")
-        #expect(st("route.gateway") == "ok", "\(r.out)")
+        #expect(st("route.gateway") == "ok", "\(r.stdout)")
         #expect([0, 2].contains(r.status))  // DNS depends on the host's resolv.conf
-        #expect(try run(["tar", "-tzf", dir + "/b.tgz"]).out.contains("versions.txt"))
+        #expect(try await TestSupport.run(["tar", "-tzf", dir + "/b.tgz"]).stdout.contains("versions.txt"))
         // No default route: verdict not reachable, exit 1, and the text ends in the verdict line.
-        try ns.ip("route del default")
-        let down = try run(["ip", "netns", "exec", ns.name, reachBinary(), "diag", "--config", dir + "/c.json"])
+        try ns.ip("route", "del", "default")
+        let down = try await ns.exec([TestPaths.reach, "diag", "--config", dir + "/c.json"], timeout: 60)
         #expect(down.status == 1)
-        #expect(down.out.split(separator: "\n").last?.hasPrefix("verdict: NOT REACHABLE") == true)
-        #expect(down.out.contains("hint:"))
+        #expect(down.stdout.split(separator: "\n").last?.hasPrefix("verdict: NOT REACHABLE") == true)
+        #expect(down.stdout.contains("hint:"))
     }
 }

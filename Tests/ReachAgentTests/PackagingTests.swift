@@ -1,6 +1,7 @@
 import Foundation
 import ReachAgent
 import ReachCore
+import ReachTestSupport
 import Testing
 
 /// The files under config/ and scripts/install, checked with the tools that will read them.
@@ -13,18 +14,19 @@ import Testing
         #expect(try AgentConfig.parse(text) == AgentConfig())
     }
 
-    @Test func systemdUnitVerifies() throws {
-        guard requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "systemd-analyze")
+    @Test func systemdUnitVerifies() async throws {
+        let analyze = "/usr/bin/systemd-analyze"
+        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze")
         else { return }
         let dir = try makeTempDir("reach-unit")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // verify checks that ExecStart exists: point it at the binary this build made.
         let unit = try String(contentsOfFile: Self.root + "/config/reach.service", encoding: .utf8)
-            .replacingOccurrences(of: "/usr/bin/reach", with: reachBinary())
+            .replacingOccurrences(of: "/usr/bin/reach", with: TestPaths.reach)
         try unit.write(toFile: dir + "/reach.service", atomically: true, encoding: .utf8)
-        let r = try run(["systemd-analyze", "verify", dir + "/reach.service"])
-        #expect(r.status == 0, "\(r.err)")
-        #expect(!r.err.contains("reach.service"), "\(r.err)")
+        let r = try await TestSupport.run(["systemd-analyze", "verify", dir + "/reach.service"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(!r.stderr.contains("reach.service"), "\(r.stderr)")
         for key in ["NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/log/reach",
                     "RestrictAddressFamilies=AF_NETLINK AF_UNIX AF_INET AF_INET6", "CapabilityBoundingSet=CAP_NET_ADMIN",
                     "User=reach", "RestartPreventExitStatus=78"] {
@@ -32,9 +34,9 @@ import Testing
         }
     }
 
-    @Test func procdScriptParsesAndUdevRuleNamesTheGroup() throws {
-        let r = try run(["sh", "-n", Self.root + "/config/reach.init"])
-        #expect(r.status == 0, "\(r.err)")
+    @Test func procdScriptParsesAndUdevRuleNamesTheGroup() async throws {
+        let r = try await TestSupport.run(["sh", "-n", Self.root + "/config/reach.init"])
+        #expect(r.status == 0, "\(r.stderr)")
         let initScript = try String(contentsOfFile: Self.root + "/config/reach.init", encoding: .utf8)
         #expect(initScript.contains("USE_PROCD=1") && initScript.contains("procd_send_signal reach '*' HUP"))
         let rules = try String(contentsOfFile: Self.root + "/config/70-reach.rules", encoding: .utf8)
@@ -42,42 +44,35 @@ import Testing
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/udevadm") {
             let dir = try makeTempDir("reach-udev")
             defer { try? FileManager.default.removeItem(atPath: dir) }
-            let v = try run(["udevadm", "verify", Self.root + "/config/70-reach.rules"])
+            let v = try await TestSupport.run(["udevadm", "verify", Self.root + "/config/70-reach.rules"])
             // udevadm verify exists from systemd 254; older udevadm has no such verb and is not a failure here.
-            if !v.err.contains("Unknown command") && !v.err.contains("unknown command") {
-                #expect(v.status == 0, "\(v.err)")
+            if !v.stderr.contains("Unknown command") && !v.stderr.contains("unknown command") {
+                #expect(v.status == 0, "\(v.stderr)")
             }
         }
     }
 
-    @Test func installScriptStagesEverythingUnderDestdir() throws {
+    @Test func installScriptStagesEverythingUnderDestdir() async throws {
         let dir = try makeTempDir("reach-install")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let r = try run([
-            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/usr", "--init", "systemd", "--binary", reachBinary(),
+        let r = try await TestSupport.run([
+            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/usr", "--init", "systemd",
+            "--binary", TestPaths.reach,
         ])
-        #expect(r.status == 0, "\(r.err)")
+        #expect(r.status == 0, "\(r.stderr)")
         for f in ["/usr/bin/reach", "/etc/reach/reach.json", "/lib/systemd/system/reach.service", "/lib/sysusers.d/reach.conf",
                   "/lib/udev/rules.d/70-reach.rules"] {
             #expect(FileManager.default.fileExists(atPath: dir + f), "missing \(f)")
         }
-        let p = try run([Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/opt/reach", "--init", "procd", "--binary", reachBinary()])
-        #expect(p.status == 0, "\(p.err)")
-        #expect(p.out.contains("keeping the existing"))
+        let p = try await TestSupport.run([
+            Self.root + "/scripts/install", "--destdir", dir, "--prefix", "/opt/reach", "--init", "procd",
+            "--binary", TestPaths.reach,
+        ])
+        #expect(p.status == 0, "\(p.stderr)")
+        #expect(p.stdout.contains("keeping the existing"))
         let initScript = try String(contentsOfFile: dir + "/etc/init.d/reach", encoding: .utf8)
         #expect(initScript.contains("PROG=/opt/reach/bin/reach"))
-        let bad = try run([Self.root + "/scripts/install", "--init", "upstart"])
+        let bad = try await TestSupport.run([Self.root + "/scripts/install", "--init", "upstart"])
         #expect(bad.status == 64)
     }
-}
-
-/// The `reach` binary built next to this test bundle (REACH_BIN overrides).
-func reachBinary() -> String {
-    if let p = ProcessInfo.processInfo.environment["REACH_BIN"] { return p }
-    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [dir.appendingPathComponent("reach").path, dir.deletingLastPathComponent().appendingPathComponent("reach").path,
-                      PackagingTests.root + "/.build/debug/reach"] where FileManager.default.isExecutableFile(atPath: candidate) {
-        return candidate
-    }
-    return PackagingTests.root + "/.build/debug/reach"
 }

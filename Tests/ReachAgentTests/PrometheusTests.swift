@@ -1,39 +1,14 @@
 import Foundation
 import GatewayReach
 import ReachAgent
+import ReachTestSupport
 import Testing
 
-/// Tests that need a tool or privilege: fail (not skip) when REACH_REQUIRE_PRIVILEGED=1, as CI sets it.
-func requirement(_ ok: Bool, _ what: String) -> Bool {
-    if ok { return true }
-    if ProcessInfo.processInfo.environment["REACH_REQUIRE_PRIVILEGED"] == "1" {
-        Issue.record("requirement missing: \(what)")
-    } else {
-        print("skipping: \(what)")
-    }
-    return false
-}
-
 func makeTempDir(_ prefix: String) throws -> String {
-    let path = NSTemporaryDirectory() + prefix + "-" + UUID().uuidString.prefix(8)
+    // The pid in the name lets ReachTestSupport's janitor find it should this process die before removing it.
+    let path = NSTemporaryDirectory() + prefix + "-\(getpid())-" + UUID().uuidString.prefix(8)
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
-}
-
-@discardableResult
-func run(_ argv: [String], input: String? = nil) throws -> (status: Int32, out: String, err: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: argv[0].hasPrefix("/") ? argv[0] : "/usr/bin/env")
-    p.arguments = argv[0].hasPrefix("/") ? Array(argv.dropFirst()) : argv
-    let out = Pipe()
-    let err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
 
 @Suite struct PrometheusTests {
@@ -72,10 +47,12 @@ func run(_ argv: [String], input: String? = nil) throws -> (status: Int32, out: 
     }
 
     /// Debian's node_exporter, its textfile collector only, on a free loopback port, scraped with curl.
-    @Test func nodeExporterServesTheTextfile() throws {
+    @Test func nodeExporterServesTheTextfile() async throws {
         let exporter = "/usr/bin/prometheus-node-exporter"
-        guard requirement(FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
-            requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")
+        guard
+            TestSupport.requirement(
+                FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
+            TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")
         else { return }
         let dir = try makeTempDir("reach-prom")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -85,27 +62,20 @@ func run(_ argv: [String], input: String? = nil) throws -> (status: Int32, out: 
 
         // A free port: bind port 0 on loopback, read it back, close, hand it to node_exporter.
         let port = try freeLoopbackPort()
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exporter)
-        p.arguments = [
-            "--web.listen-address=127.0.0.1:\(port)", "--collector.disable-defaults", "--collector.textfile",
+        let p = try await Spawned.start([
+            exporter, "--web.listen-address=127.0.0.1:\(port)", "--collector.disable-defaults", "--collector.textfile",
             "--collector.textfile.directory=\(dir)",
-        ]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        defer {
-            p.terminate()
-            p.waitUntilExit()
-        }
+        ])
+        defer { p.stop() }
         var body = ""
         for _ in 0..<100 {
-            let r = try run(["curl", "-sf", "--max-time", "2", "http://127.0.0.1:\(port)/metrics"])
+            let r = try await TestSupport.run(
+                ["curl", "-sf", "--max-time", "2", "http://127.0.0.1:\(port)/metrics"], timeout: 10)
             if r.status == 0 {
-                body = r.out
+                body = r.stdout
                 break
             }
-            Thread.sleep(forTimeInterval: 0.05)
+            try await Task.sleep(for: .milliseconds(50))
         }
         #expect(body.contains("reach_reachable{target=\"default\"} 1"))
         #expect(body.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2"))

@@ -1,5 +1,6 @@
 import CGLibShims
 import Foundation
+import ReachTestSupport
 import Testing
 @testable import ReachModem
 import ReachCore

@@ -1,4 +1,5 @@
 import Foundation
+import ReachTestSupport
 import Testing
 @testable import ReachModem
 import ReachCore

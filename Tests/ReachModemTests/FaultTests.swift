@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ReachTestSupport
 import Testing
 @testable import ReachModem
 import ReachCore
@@ -54,9 +55,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
 
     @Test(arguments: cases)
     func faultEndsInAReport(_ c: FaultCase) async throws {
-        let scenario = Scenario.registered(c.proto, rats: ["lte"], signal: #""rssi_dbm": -70, "rsrp_dbm": -95"#,
+        let scenario = ScenarioFile.registered(c.proto, rats: ["lte"], signal: #""rssi_dbm": -70, "rsrp_dbm": -95"#,
                                            extra: #""faults": \#(c.faults),"#)
-        let sim = try Simulator(scenario: Scenario.file(scenario))
+        let sim = try await ModemSimulator.start(json: scenario)
         // The per-request deadline is the subject here; the whole-read budget is set out of the way (it has its
         // own test through reach, a process of its own, where the test runner's load cannot stretch the clock).
         let options = ModemReadOptions(requestTimeout: Self.timeout, readTimeout: .seconds(30))
@@ -68,7 +69,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let state = try #require(states.first)
         let error = try #require(state.error, "no error reported")
         for part in c.errorContains { #expect(error.contains(part), "\(error)") }
-        #expect(state.present == c.present)
+        #expect(state.present == c.present, "\(error); after \(elapsed); frame log:\n\(sim.log)")
         if c.registrationRead { #expect(state.registration == .home) }
         // No hang: the request deadline ended it (the error says so); this only guards against waiting forever.
         #expect(elapsed < .seconds(25), "\(elapsed)")
@@ -78,8 +79,8 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// the modem has its error, within the modem timeout and a margin.
     @Test(arguments: ["qmi", "mbim"])
     func silentModemDoesNotHoldUpStatus(proto: String) async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#,
-                                                                              extra: #""faults": ["silence"],"#)))
+        let sim = try await ModemSimulator.start(
+            json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": ["silence"],"#))
         let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
         let elapsed = r.seconds
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
@@ -94,8 +95,8 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// timeouts) with what it said so far: reach status returns in about 3 s, not the ten requests' 8 s.
     @Test func slowModemIsCutAtTheReadBudget() async throws {
         let slow = #"[{"delay": {"ms": 800, "messages": ["nas", "dms"]}}]"#
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#,
-                                                                              extra: #""faults": \#(slow),"#)))
+        let sim = try await ModemSimulator.start(
+            json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": \#(slow),"#))
         let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):qmi", "--modem-timeout", "1"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
@@ -122,7 +123,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
 
     /// A port named without a protocol, which sysfs cannot tell either (a pty), is an error that says what to do.
     @Test func unknownProtocolSaysHowToName() async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link)], options: ModemReadOptions())
         #expect(states.first?.error?.contains("PATH:qmi or PATH:mbim") == true)
     }
@@ -134,8 +135,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     @Test(arguments: [("qmi", "pin_required"), ("qmi", "puk_required"), ("mbim", "pin_required"), ("mbim", "puk_required"),
                       ("qmi", "absent"), ("mbim", "absent")])
     func simState(proto: String, sim simState: String) async throws {
-        let scenario = Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching", sim: simState)
-        let sim = try Simulator(scenario: Scenario.file(scenario))
+        let scenario = ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching",
+                                               sim: simState)
+        let sim = try await ModemSimulator.start(json: scenario)
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: proto == "qmi" ? .qmi : .mbim)],
                                                  options: ModemReadOptions())
         let state = try #require(states.first)
@@ -150,23 +152,17 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     /// The same through `reach status --json` in a network namespace with no routes (unshare -n; root or a user
     /// namespace): flags carry "intervention_required".
     @Test(arguments: ["qmi", "mbim"])
-    func interventionRequiredInStatus(proto: String) throws {
-        guard let unshare = Namespaces.unshareCommand() else {
-            try Namespaces.requireOrSkip("unshare -n (a network namespace) is not available")
+    func interventionRequiredInStatus(proto: String) async throws {
+        guard let unshare = await Namespaces.unshareCommand() else {
+            _ = TestSupport.requirement(false, "unshare -n (a network namespace) is not available")
             return
         }
-        let scenario = Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching",
-                                           sim: "pin_required")
-        let sim = try Simulator(scenario: Scenario.file(scenario))
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: unshare[0])
-        p.arguments = Array(unshare.dropFirst()) + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        let status = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
+        let scenario = ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, registration: "searching",
+                                               sim: "pin_required")
+        let sim = try await ModemSimulator.start(json: scenario)
+        let r = try await TestSupport.run(
+            unshare + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"])
+        let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
         #expect((status["flags"] as? [String])?.contains("intervention_required") == true, "\(status["flags"] ?? "")")
         #expect(((status["wwan"] as? [[String: Any]])?.first?["sim"] as? String) == "pin_required")
     }
@@ -174,26 +170,13 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
 
 enum Namespaces {
     /// `unshare -n` as root, else `unshare -rn` (a user namespace), when that works here.
-    static func unshareCommand() -> [String]? {
+    static func unshareCommand() async -> [String]? {
         for args in [["-n"], ["-rn"]] {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            p.arguments = args + ["true"]
-            p.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            guard (try? p.run()) != nil else { continue }
-            p.waitUntilExit()
-            if p.terminationStatus == 0 { return ["/usr/bin/unshare"] + args }
+            if (try? await TestSupport.run(["/usr/bin/unshare"] + args + ["true"], timeout: 10))?.status == 0 {
+                return ["/usr/bin/unshare"] + args
+            }
         }
         return nil
-    }
-
-    /// Fails when REACH_REQUIRE_PRIVILEGED=1 (CI), otherwise notes the skip.
-    static func requireOrSkip(_ why: String) throws {
-        if ProcessInfo.processInfo.environment["REACH_REQUIRE_PRIVILEGED"] == "1" {
-            Issue.record("required but missing: \(why)")
-        } else {
-            print("skipped: \(why) (set REACH_REQUIRE_PRIVILEGED=1 to make this a failure)")
-        }
     }
 }
 
@@ -235,7 +218,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
 
     @Test(arguments: cases)
     func endsInTheReportItsDescriptionPromises(_ c: ShippedFault) async throws {
-        let sim = try Simulator(scenario: TestPaths.scenarios + "/" + c.file + ".json")
+        let sim = try await ModemSimulator.start(scenario: TestPaths.scenarios + "/" + c.file + ".json")
         let port = ModemPortSpec(path: sim.link, protocol: c.file.hasPrefix("qmi") ? .qmi : .mbim)
         let options = ModemReadOptions(requestTimeout: c.timeout, readTimeout: .seconds(30))
         let start = ContinuousClock.now
@@ -265,16 +248,19 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
         }
     }
 
-    /// The shipped "port vanishes" scenario through a ModemMonitor: the port closes 1.5 s after the simulator
-    /// starts and comes back 1.5 s later; the consumer sees it go (present false) and come back whole (reopened).
-    /// (On a loaded machine the first read may still be running when the port closes; the loss is then seen by
-    /// that read, so the test waits for the sequence, not for a first 4G update.)
+    /// The shipped "port vanishes" scenario through a ModemMonitor: the port closes 1.5 s after the monitor first
+    /// opens it (`--clock-on-open`; counted from the simulator's start, a monitor that arrived late on a loaded
+    /// machine met the reopened port and never saw a loss) and comes back 1.5 s later; the consumer sees it go
+    /// (present false) and come back whole (reopened). The first read may still be running when the port closes;
+    /// the loss is then seen by that read, so the test waits for the sequence, not for a first 4G update.
     @Test func mbimPortVanishesAndComesBack() async throws {
-        let sim = try Simulator(scenario: TestPaths.scenarios + "/mbim-fault-port-vanishes.json")
+        let sim = try await ModemSimulator.start(
+            scenario: TestPaths.scenarios + "/mbim-fault-port-vanishes.json", extra: ["--clock-on-open"])
         let updates = MonitorTests.Collector(MonitorTests.monitor(sim, .mbim).updates())
         defer { Task { await updates.stop() } }
-        let lost = try await updates.next { !$0.state.present }
+        let lost = try await updates.next { !$0.state.present || $0.cause == .portLost }
         #expect([.initialRead, .portLost, .openFailed].contains(lost.cause))
+        #expect(lost.state.error != nil)
         let back = try await updates.next { $0.state.present && $0.state.error == nil }
         #expect(back.cause == .reopened)
         #expect(back.state.generation == .g4)

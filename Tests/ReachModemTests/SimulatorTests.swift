@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ReachTestSupport
 import Testing
 @testable import ReachModem
 import ReachCore
@@ -61,7 +62,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     @Test(arguments: cases)
     func generationAndBars(_ c: GenerationCase) async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered(c.proto, rats: c.rats, signal: c.signal, mbimex: c.mbimex)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered(c.proto, rats: c.rats, signal: c.signal, mbimex: c.mbimex))
         let status = try await reachStatusJSON(["--modem", "\(sim.link):\(c.proto)"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == c.generation)
@@ -89,7 +90,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
             let rats = AccessTechnologies(((state["access_technologies"] as? [String]) ?? []).compactMap(RadioAccessTechnology.init))
             let registered = ["home", "roaming"].contains(state["registration"] as? String)
             let expected = registered ? rats.generation.name : "none"
-            let sim = try Simulator(scenario: path)
+            let sim = try await ModemSimulator.start(scenario: path)
             let status = try await reachStatusJSON(["--modem", "\(sim.link):\(proto)"])
             let modem = try #require((status["wwan"] as? [[String: Any]])?.first, "\(file)")
             #expect(modem["generation"] as? String == expected, "\(file)")
@@ -100,7 +101,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     /// IMEI, IMSI, ICCID and MSISDN never appear unless asked for.
     @Test(arguments: ["qmi", "mbim"])
     func identifiersOnlyWhenAsked(proto: String) async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let plain = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]).stdout
         for id in ["356938035643809", "262011234567890", "89490200001234567890", "4915112345678", "identifiers"] {
             #expect(!plain.contains(id), "\(id) printed without --show-identifiers")
@@ -115,7 +116,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// A QMI read allocates NAS, DMS and UIM client ids and releases every one of them before closing.
     @Test func clientIDsAreReleased() async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions())
         #expect(states.first?.error == nil)
         try await Task.sleep(for: .milliseconds(100))
@@ -128,7 +129,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// MBIM: the session is closed with CLOSE_MSG.
     @Test func mbimSessionIsClosed() async throws {
-        let sim = try Simulator(scenario: Scenario.file(Scenario.registered("mbim", rats: ["lte"], signal: #""rssi_dbm": -70"#)))
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("mbim", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         _ = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .mbim)], options: ModemReadOptions())
         try await Task.sleep(for: .milliseconds(100))
         #expect(sim.log.contains("MBIM closeDone"))
@@ -140,7 +141,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     /// libqmi test_generated_nas_get_serving_system: the modem has no System Info, so GatewayReach falls back to
     /// Serving System: registered on UMTS with HSDPA/HSUPA/WCDMA capabilities, 222/50, "Iliad" (GSM 7-bit).
     @Test func servingSystemUMTSIsThreeG() async throws {
-        let sim = try Simulator(replay: TestPaths.captures + "/qmi-nas-get-serving-system-umts-iliad.json")
+        let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/qmi-nas-get-serving-system-umts-iliad.json")
         let status = try await reachStatusJSON(["--modem", "\(sim.link):qmi"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "3g")
@@ -153,7 +154,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// libqmi test_generated_nas_get_system_info (libqmi#33): LTE, MNC "24" padded with 0xFF.
     @Test func systemInfoLTEIsFourG() async throws {
-        let sim = try Simulator(replay: TestPaths.captures + "/qmi-nas-get-system-info-lte-530-24.json")
+        let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/qmi-nas-get-system-info-lte-530-24.json")
         let status = try await reachStatusJSON(["--modem", "\(sim.link):qmi"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "4g")
@@ -164,7 +165,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// libqmi test_message_parse_complete: Get Signal Strength -101 dBm on UMTS, EC/IO -8.5 dB.
     @Test func signalStrengthMinus101() async throws {
-        let sim = try Simulator(replay: TestPaths.captures + "/qmi-nas-get-signal-strength-umts-101.json")
+        let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/qmi-nas-get-signal-strength-umts-101.json")
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(requestTimeout: .seconds(2)))
         let state = try #require(states.first)
         #expect(state.signal.rssi == -101)
@@ -174,7 +175,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
 
     /// libmbim test_basic_connect_register_state: home, UMTS/HSDPA/HSUPA, provider 26006.
     @Test func mbimRegisterStateUMTSIsThreeG() async throws {
-        let sim = try Simulator(replay: TestPaths.captures + "/mbim-register-state-umts-26006.json")
+        let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/mbim-register-state-umts-26006.json")
         let status = try await reachStatusJSON(["--modem", "\(sim.link):mbim", "--modem-timeout", "2"])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect(status["wwan_status"] as? String == "3g")

@@ -7,8 +7,10 @@ import ReachTestSupport
 import Testing
 
 /// The JSON and exit status of `reach status --json ARGS` run inside `ns`.
-func status(_ ns: Namespace, _ args: [String] = [], timeout: Double = 20) throws -> (json: JSON, exit: Int32, seconds: Double) {
-    let r = try ns.exec([TestSupport.product("reach"), "status", "--json", "--no-modems", "--no-wifi"] + args, timeout: timeout)
+func status(_ ns: Namespace, _ args: [String] = [], timeout: Double = 20) async throws
+    -> (json: JSON, exit: Int32, seconds: Double)
+{
+    let r = try await ns.exec([TestPaths.reach, "status", "--json", "--no-modems", "--no-wifi"] + args, timeout: timeout)
     guard !r.timedOut else { throw TestFailure("reach status \(args) timed out") }
     guard let line = r.stdout.split(separator: "\n").first else {
         throw TestFailure("reach status \(args) printed nothing; exit \(r.status), stderr: \(r.stderr)")
@@ -45,10 +47,10 @@ final class EthernetTopology {
 }
 
 @Suite(.serialized) struct NamespaceTopologyTests {
-    @Test func defaultRouteOverEthernet() throws {
+    @Test func defaultRouteOverEthernet() async throws {
         guard TestSupport.privileged("defaultRouteOverEthernet") else { return }
         let t = try EthernetTopology()
-        let (j, exit, _) = try status(t.host)
+        let (j, exit, _) = try await status(t.host)
         #expect(exit == 0)
         #expect(j["status"] == .string("wifi"))  // YY: reachable and not WWAN
         #expect(j["medium"] == .string("ethernet"))
@@ -64,14 +66,14 @@ final class EthernetTopology {
         #expect(j["supports_ipv6"] == .bool(true))
         #expect(j["target"]?["kind"] == .string("default"))
 
-        let text = try t.host.exec([TestSupport.product("reach"), "status", "--no-modems", "--no-wifi"])
+        let text = try await t.host.exec([TestPaths.reach, "status", "--no-modems", "--no-wifi"])
         #expect(text.stdout.hasPrefix("reachable over ethernet via eth0 (gateway 10.10.0.1)"))
     }
 
-    @Test func ipv6AddressOverEthernet() throws {
+    @Test func ipv6AddressOverEthernet() async throws {
         guard TestSupport.privileged("ipv6AddressOverEthernet") else { return }
         let t = try EthernetTopology()
-        let (j, exit, _) = try status(t.host, ["--address", "2001:db8::1"])
+        let (j, exit, _) = try await status(t.host, ["--address", "2001:db8::1"])
         #expect(exit == 0)
         #expect(j["route"]?["family"] == .string("ipv6"))
         #expect(j["route"]?["gateway"] == .string("fd00:10::1"))
@@ -79,11 +81,11 @@ final class EthernetTopology {
         #expect(flags(j) == ["reachable"])
     }
 
-    @Test func onLinkTargetsAreDirect() throws {
+    @Test func onLinkTargetsAreDirect() async throws {
         guard TestSupport.privileged("onLinkTargetsAreDirect") else { return }
         let t = try EthernetTopology()
         for target in ["10.10.0.1", "fd00:10::1"] {
-            let (j, exit, _) = try status(t.host, ["--address", target])
+            let (j, exit, _) = try await status(t.host, ["--address", target])
             #expect(exit == 0, "\(target)")
             #expect(flags(j) == ["reachable", "is_direct"], "\(target)")
             #expect(j["route"]?["gateway"] == .null, "\(target)")
@@ -91,11 +93,11 @@ final class EthernetTopology {
         }
     }
 
-    @Test func ownAddressIsLocal() throws {
+    @Test func ownAddressIsLocal() async throws {
         guard TestSupport.privileged("ownAddressIsLocal") else { return }
         let t = try EthernetTopology()
         for target in ["10.10.0.2", "fd00:10::2"] {
-            let (j, exit, _) = try status(t.host, ["--address", target])
+            let (j, exit, _) = try await status(t.host, ["--address", target])
             #expect(exit == 0, "\(target)")
             #expect(flags(j) == ["reachable", "is_local_address", "is_direct"], "\(target)")
             #expect(j["route"]?["type"] == .string("local"), "\(target)")
@@ -103,12 +105,12 @@ final class EthernetTopology {
         }
     }
 
-    @Test func carrierDownMeansConnectionRequired() throws {
+    @Test func carrierDownMeansConnectionRequired() async throws {
         guard TestSupport.privileged("carrierDownMeansConnectionRequired") else { return }
         let t = try EthernetTopology()
         try t.net.ip("link", "set", "up0", "down")  // eth0 loses carrier; its routes stay (linkdown)
         for args in [[], ["--address", "198.51.100.7"], ["--address", "2001:db8::7"]] {
-            let (j, exit, _) = try status(t.host, args)
+            let (j, exit, _) = try await status(t.host, args)
             #expect(exit == 1, "\(args)")
             #expect(flags(j) == ["connection_required"], "\(args)")
             #expect(j["reachable"] == .bool(false), "\(args)")
@@ -117,12 +119,12 @@ final class EthernetTopology {
             #expect(j["route"]?["interface"] == .string("eth0"), "\(args)")
             #expect(j["route"]?["carrier"] == .bool(false), "\(args)")
         }
-        let text = try t.host.exec([TestSupport.product("reach"), "status", "--no-modems", "--no-wifi"])
+        let text = try await t.host.exec([TestPaths.reach, "status", "--no-modems", "--no-wifi"])
         #expect(text.stdout.hasPrefix("not reachable: eth0 has no carrier (connection required)"))
         #expect(text.status == 1)
     }
 
-    @Test func wwanTun() throws {
+    @Test func wwanTun() async throws {
         guard TestSupport.privileged("wwanTun") else { return }
         let ns = try Namespace("wwan")
         try ns.attachedTun("wwan0")
@@ -132,38 +134,38 @@ final class EthernetTopology {
         try ns.ip("route", "add", "default", "dev", "wwan0")
         try ns.ip("-6", "route", "add", "default", "dev", "wwan0")
         for args in [[], ["--address", "2001:db8::9"]] {
-            let (j, exit, _) = try status(ns, args)
+            let (j, exit, _) = try await status(ns, args)
             #expect(exit == 0, "\(args)")
             #expect(flags(j) == ["reachable", "is_direct", "is_wwan"], "\(args)")
             #expect(j["status"] == .string("wwan"), "\(args)")
             #expect(j["medium"] == .string("wwan"), "\(args)")
             #expect(j["route"]?["kind"] == .string("wwan"), "\(args)")
         }
-        let (dflt, _, _) = try status(ns)
+        let (dflt, _, _) = try await status(ns)
         #expect(dflt["supports_ipv6"] == .bool(true))
     }
 
-    @Test func detachedTunHasNoCarrier() throws {
+    @Test func detachedTunHasNoCarrier() async throws {
         guard TestSupport.privileged("detachedTunHasNoCarrier") else { return }
         let ns = try Namespace("wwandown")
         try ns.ip("tuntap", "add", "dev", "wwan0", "mode", "tun")  // no process attached: NO-CARRIER
         try ns.ip("addr", "add", "10.20.0.2", "peer", "10.20.0.1", "dev", "wwan0")
         try ns.ip("link", "set", "wwan0", "up")
         try ns.ip("route", "add", "default", "dev", "wwan0")
-        let (j, exit, _) = try status(ns)
+        let (j, exit, _) = try await status(ns)
         #expect(exit == 1)
         #expect(flags(j) == ["connection_required", "is_direct", "is_wwan"])
         #expect(j["status"] == .string("none"))
     }
 
-    @Test func pointToPointPPPIsTransient() throws {
+    @Test func pointToPointPPPIsTransient() async throws {
         guard TestSupport.privileged("pointToPointPPPIsTransient") else { return }
         let ns = try Namespace("ppp")
         try ns.attachedTun("ppp0")
         try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
         try ns.ip("link", "set", "ppp0", "up")
         try ns.ip("route", "add", "default", "dev", "ppp0")
-        let (j, exit, _) = try status(ns)
+        let (j, exit, _) = try await status(ns)
         #expect(exit == 0)
         #expect(flags(j) == ["transient_connection", "reachable", "is_direct"])
         #expect(j["flags_raw"] == .int(1 | 2 | 1 << 17))
@@ -173,7 +175,7 @@ final class EthernetTopology {
     }
 
     /// A PPP link that is really a modem's dial-up, declared in the configuration: WWAN.
-    @Test func configuredInterfaceKindWins() throws {
+    @Test func configuredInterfaceKindWins() async throws {
         guard TestSupport.privileged("configuredInterfaceKindWins") else { return }
         let ns = try Namespace("pppwwan")
         try ns.attachedTun("ppp0")
@@ -183,32 +185,32 @@ final class EthernetTopology {
         let path = FileManager.default.temporaryDirectory.path + "/gr-kinds-\(getpid()).json"
         try #"{"interface_kinds": {"ppp0": "wwan"}}"#.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let (j, exit, _) = try status(ns, ["--config", path])
+        let (j, exit, _) = try await status(ns, ["--config", path])
         #expect(exit == 0)
         #expect(flags(j) == ["reachable", "is_direct", "is_wwan"])
         #expect(j["status"] == .string("wwan"))
         #expect(j["route"]?["kind"] == .string("wwan"))
     }
 
-    @Test func pppWithoutCarrierIsNone() throws {
+    @Test func pppWithoutCarrierIsNone() async throws {
         guard TestSupport.privileged("pppWithoutCarrierIsNone") else { return }
         let ns = try Namespace("pppdown")
         try ns.ip("tuntap", "add", "dev", "ppp0", "mode", "tun")
         try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
         try ns.ip("link", "set", "ppp0", "up")
         try ns.ip("route", "add", "default", "dev", "ppp0")
-        let (j, exit, _) = try status(ns)
+        let (j, exit, _) = try await status(ns)
         #expect(exit == 1)
         // YY: connection required *and* transient → None
         #expect(flags(j) == ["transient_connection", "connection_required", "is_direct"])
         #expect(j["status"] == .string("none"))
     }
 
-    @Test func noRouteAtAll() throws {
+    @Test func noRouteAtAll() async throws {
         guard TestSupport.privileged("noRouteAtAll") else { return }
         let ns = try Namespace("empty")
         for args in [[], ["--address", "192.0.2.55"], ["--address", "2001:db8::5"]] {
-            let (j, exit, _) = try status(ns, args)
+            let (j, exit, _) = try await status(ns, args)
             #expect(exit == 1, "\(args)")
             #expect(j["status"] == .string("none"), "\(args)")
             #expect(j["medium"] == .string("none"), "\(args)")
@@ -216,14 +218,14 @@ final class EthernetTopology {
             #expect(j["route"] == .null, "\(args)")
             #expect(flags(j).isEmpty, "\(args)")
         }
-        let (dflt, _, _) = try status(ns)
+        let (dflt, _, _) = try await status(ns)
         #expect(dflt["supports_ipv4"] == .bool(false))
         #expect(dflt["supports_ipv6"] == .bool(false))
-        let text = try ns.exec([TestSupport.product("reach"), "status", "--no-modems", "--no-wifi"])
+        let text = try await ns.exec([TestPaths.reach, "status", "--no-modems", "--no-wifi"])
         #expect(text.stdout.hasPrefix("not reachable: no default route"))
     }
 
-    @Test func refusingRouteTypes() throws {
+    @Test func refusingRouteTypes() async throws {
         guard TestSupport.privileged("refusingRouteTypes") else { return }
         let t = try EthernetTopology()
         try t.host.ip("route", "add", "unreachable", "198.51.100.0/24")
@@ -232,7 +234,7 @@ final class EthernetTopology {
         try t.host.ip("-6", "route", "add", "unreachable", "2001:db8:dead::/48")
         for (address, type) in [("198.51.100.1", "unreachable"), ("203.0.113.1", "prohibit"), ("192.0.2.200", "blackhole"),
                                 ("2001:db8:dead::1", "unreachable")] {
-            let (j, exit, _) = try status(t.host, ["--address", address])
+            let (j, exit, _) = try await status(t.host, ["--address", address])
             #expect(exit == 1, "\(address)")
             #expect(j["route"]?["type"] == .string(type), "\(address)")
             #expect(j["status"] == .string("none"), "\(address)")
@@ -241,7 +243,7 @@ final class EthernetTopology {
 
     /// The default route is the one the kernel would use: lowest metric, even without carrier, unless the
     /// interface ignores routes with linkdown.
-    @Test func defaultRouteSelectionFollowsTheKernel() throws {
+    @Test func defaultRouteSelectionFollowsTheKernel() async throws {
         guard TestSupport.privileged("defaultRouteSelectionFollowsTheKernel") else { return }
         let t = try EthernetTopology()
         try t.host.veth("eth1", peer: t.net, "up1")
@@ -251,45 +253,45 @@ final class EthernetTopology {
         try t.host.ip("link", "set", "eth1", "up")
         try t.host.ip("route", "replace", "default", "via", "10.10.0.1", "metric", "100")
         try t.host.ip("route", "add", "default", "via", "10.11.0.1", "metric", "200")
-        #expect(try status(t.host).json["route"]?["interface"] == .string("eth0"))
+        #expect(try await status(t.host).json["route"]?["interface"] == .string("eth0"))
 
         try t.net.ip("link", "set", "up0", "down")  // eth0 loses carrier
-        let kept = try status(t.host).json
+        let kept = try await status(t.host).json
         #expect(kept["route"]?["interface"] == .string("eth0"))
         #expect(flags(kept) == ["connection_required"])
 
-        _ = try t.host.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=1"])
-        let failover = try status(t.host).json
+        _ = try await t.host.exec(["sysctl", "-qw", "net.ipv4.conf.all.ignore_routes_with_linkdown=1"])
+        let failover = try await status(t.host).json
         #expect(failover["route"]?["interface"] == .string("eth1"))
         #expect(flags(failover) == ["reachable"])
     }
 
-    @Test func linkLocalTargetNeedsAnOnLinkNetwork() throws {
+    @Test func linkLocalTargetNeedsAnOnLinkNetwork() async throws {
         guard TestSupport.privileged("linkLocalTargetNeedsAnOnLinkNetwork") else { return }
         let t = try EthernetTopology()
-        let (viaGateway, exit1, _) = try status(t.host, ["--link-local"])
+        let (viaGateway, exit1, _) = try await status(t.host, ["--link-local"])
         #expect(exit1 == 1)
         #expect(viaGateway["status"] == .string("none"))
         #expect(viaGateway["target"]?["kind"] == .string("link_local"))
         try t.host.ip("route", "add", "169.254.0.0/16", "dev", "eth0")
-        let (onLink, exit2, _) = try status(t.host, ["--link-local"])
+        let (onLink, exit2, _) = try await status(t.host, ["--link-local"])
         #expect(exit2 == 0)
         #expect(onLink["status"] == .string("wifi"))
         #expect(flags(onLink) == ["reachable", "is_direct"])
     }
 
-    @Test func hostNameTargets() throws {
+    @Test func hostNameTargets() async throws {
         guard TestSupport.privileged("hostNameTargets") else { return }
         let t = try EthernetTopology()
         try t.host.etc("hosts", "127.0.0.1 localhost\n10.10.0.1 gw.example.test\n")
         // Nobody answers at 10.10.0.99: a query there stalls for timeout × attempts (10 s) unless we stop waiting.
         try t.host.etc("resolv.conf", "nameserver 10.10.0.99\noptions timeout:5 attempts:2\n")
-        let (found, exit1, _) = try status(t.host, ["--host", "gw.example.test"])
+        let (found, exit1, _) = try await status(t.host, ["--host", "gw.example.test"])
         #expect(exit1 == 0)
         #expect(found["target"]?["addresses"] == .array([.string("10.10.0.1")]))
         #expect(flags(found) == ["reachable", "is_direct"])
 
-        let (slow, exit2, seconds) = try status(t.host, ["--host", "slow.example.test", "--resolve-timeout", "1"])
+        let (slow, exit2, seconds) = try await status(t.host, ["--host", "slow.example.test", "--resolve-timeout", "1"])
         #expect(exit2 == 1)
         #expect(seconds < 4, "resolution must not block past its deadline (took \(seconds) s)")
         #expect(slow["target"]?["error"]?.stringValue?.contains("timed out") == true)
@@ -307,40 +309,40 @@ final class EthernetTopology {
         ["watch", "--hold-down", "-1"], ["watch", "--hold-down", "x"], ["diag", "--bundle", "/tmp/"],
         ["agent", "--config"], ["agent", "--verbose"], ["staus"],
     ])
-    func badUsageExits64(args: [String]) throws {
-        let r = try TestSupport.run([TestSupport.product("reach")] + args, timeout: 10)
+    func badUsageExits64(args: [String]) async throws {
+        let r = try await TestSupport.run([TestPaths.reach] + args, timeout: 10)
         #expect(r.status == 64, "\(args): \(r.stderr)")
         #expect(r.stderr.contains("error: "), "\(args): \(r.stderr)")
         #expect(r.stderr.contains("--help"), "\(args): \(r.stderr)")  // says where to look
         #expect(r.stdout.isEmpty, "\(args)")
     }
 
-    @Test func misspellingsGetASuggestion() throws {
-        let option = try TestSupport.run([TestSupport.product("reach"), "status", "--jsn"], timeout: 10)
+    @Test func misspellingsGetASuggestion() async throws {
+        let option = try await TestSupport.run([TestPaths.reach, "status", "--jsn"], timeout: 10)
         #expect(option.stderr.contains("did you mean '--json'?"))
-        let command = try TestSupport.run([TestSupport.product("reach"), "diga"], timeout: 10)
+        let command = try await TestSupport.run([TestPaths.reach, "diga"], timeout: 10)
         #expect(command.stderr.contains("did you mean 'diag'?"))
     }
 
     @Test(arguments: [["--help"], ["-h"], ["status", "--help"], ["agent", "-h"], ["watch", "--help"], ["diag", "--help"]])
-    func helpExitsZero(args: [String]) throws {
-        let r = try TestSupport.run([TestSupport.product("reach")] + args, timeout: 10)
+    func helpExitsZero(args: [String]) async throws {
+        let r = try await TestSupport.run([TestPaths.reach] + args, timeout: 10)
         #expect(r.status == 0, "\(args)")
         #expect(r.stdout.hasPrefix("usage: reach"), "\(args)")
         #expect(r.stdout.contains("Exit status"), "\(args)")
     }
 
-    @Test func version() throws {
-        let r = try TestSupport.run([TestSupport.product("reach"), "--version"], timeout: 10)
+    @Test func version() async throws {
+        let r = try await TestSupport.run([TestPaths.reach, "--version"], timeout: 10)
         #expect(r.status == 0)
         #expect(r.stdout == "0.1.0\n")
     }
 
-    @Test func badConfigExits78NamingTheKey() throws {
+    @Test func badConfigExits78NamingTheKey() async throws {
         let path = FileManager.default.temporaryDirectory.path + "/gr-badcfg-\(getpid()).json"
         try #"{"interface_kinds": {"ppp0": "satellite"}}"#.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let r = try TestSupport.run([TestSupport.product("reach"), "status", "--config", path, "--no-modems"], timeout: 10)
+        let r = try await TestSupport.run([TestPaths.reach, "status", "--config", path, "--no-modems"], timeout: 10)
         #expect(r.status == 78)
         #expect(r.stderr.contains("interface_kinds.ppp0"), "\(r.stderr)")
     }

@@ -143,6 +143,8 @@ import Testing
         monitor.stop()
         let start = ContinuousClock.now
         while await iterator.next() != nil {}
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Ended by stop(), not by the next 60 s poll; the bound leaves room for a loaded machine (4 s seen with two
+        // CPU hogs beside the whole suite).
+        #expect(ContinuousClock.now - start < .seconds(20))
     }
 }

@@ -1,0 +1,98 @@
+// Network namespaces of a test's own, deleted afterwards.
+
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A network namespace of the test's own (`gr-TAG-PID-N`), deleted (with everything in it) on `delete()` or deinit.
+public final class Namespace: @unchecked Sendable {
+    public let name: String
+    private var helpers: [Spawned] = []
+    private var deleted = false
+    private let lock = NSLock()
+    private static let counter = NSLock()
+    nonisolated(unsafe) private static var next = 0
+
+    /// Creates the namespace and brings its loopback up. (Synchronous: `ip` takes milliseconds.)
+    public init(_ tag: String) throws {
+        Namespace.counter.lock()
+        Namespace.next += 1
+        let n = Namespace.next
+        Namespace.counter.unlock()
+        name = "gr-\(tag)-\(getpid())-\(n)"
+        try Self.shell(["ip", "netns", "add", name])
+        do { try ip("link", "set", "lo", "up") } catch {
+            delete()
+            throw error
+        }
+    }
+
+    deinit { delete() }
+
+    public func delete() {
+        let helpers: [Spawned]? = lock.withLock {
+            guard !deleted else { return nil }
+            deleted = true
+            defer { self.helpers = [] }
+            return self.helpers
+        }
+        guard let helpers else { return }
+        for h in helpers { h.stop(grace: 0) }
+        _ = try? Self.shell(["ip", "netns", "delete", name], timeout: 10)
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
+    }
+
+    /// `ip -n NAME args…`
+    @discardableResult
+    public func ip(_ args: String...) throws -> String { try Self.shell(["ip", "-n", name] + args) }
+
+    /// Runs a program inside the namespace (`ip netns exec`, which also remounts /sys for it).
+    @available(*, noasync, message: "await the async exec")
+    public func exec(_ argv: [String], timeout: Double = 30) throws -> RunResult {
+        try TestSupport.run(["ip", "netns", "exec", name] + argv, timeout: timeout)
+    }
+
+    /// `exec` from async code (waits on a thread of its own).
+    public func exec(_ argv: [String], timeout: Double = 30) async throws -> RunResult {
+        try await TestSupport.run(["ip", "netns", "exec", name] + argv, timeout: timeout)
+    }
+
+    /// Writes /etc/netns/NAME/FILE, which `ip netns exec` bind-mounts over /etc/FILE (hosts, resolv.conf).
+    public func etc(_ file: String, _ contents: String) throws {
+        try FileManager.default.createDirectory(atPath: "/etc/netns/\(name)", withIntermediateDirectories: true)
+        try contents.write(toFile: "/etc/netns/\(name)/\(file)", atomically: true, encoding: .utf8)
+    }
+
+    /// Creates a tun device and keeps it attached (so it has carrier) until the namespace is deleted.
+    public func attachedTun(_ dev: String) throws {
+        try ip("tuntap", "add", "dev", dev, "mode", "tun")
+        let script = """
+            import fcntl, struct, sys, time
+            fd = open("/dev/net/tun", "r+b", buffering=0)
+            fcntl.ioctl(fd, 0x400454ca, struct.pack("16sH", sys.argv[1].encode(), 0x0001 | 0x1000))
+            print("attached", flush=True)
+            time.sleep(3600)
+            """
+        let p = try Self.spawn(["ip", "netns", "exec", name, "python3", "-c", script, dev])
+        lock.withLock { helpers.append(p) }
+        guard (try? Self.line(p, timeout: 10)) == "attached" else {
+            throw TestFailure("could not attach to tun \(dev) in \(name): \(p.errorText)")
+        }
+    }
+
+    /// Moves one end of a new veth pair into `peer` (another namespace).
+    public func veth(_ local: String, peer: Namespace, _ remote: String) throws {
+        try Self.shell(
+            ["ip", "link", "add", local, "netns", name, "type", "veth", "peer", "name", remote, "netns", peer.name])
+    }
+
+    // Synchronous on purpose (creation and deletion happen in initialisers and deinit); `ip` is quick.
+    @discardableResult
+    private static func shell(_ argv: [String], timeout: Double = 30) throws -> String {
+        try TestSupport.sh(argv, timeout: timeout)
+    }
+    private static func spawn(_ argv: [String]) throws -> Spawned { try Spawned(argv, stdout: .pipe, stderr: .capture) }
+    private static func line(_ p: Spawned, timeout: Double) throws -> String { try p.readLine(timeout: timeout) }
+}
