@@ -72,7 +72,7 @@ enum Reach {
                 print(CommandLineParser.help(command.spec, program: "reach \(command.spec.name)"))
                 return ExitStatus.ok
             }
-            return await try command.init(parsed).run()
+            return try await command.init(parsed).run()
         } catch {
             return usageError(error.message, command: command.spec.name)
         }
