@@ -455,6 +455,23 @@ public enum OperatorName {
         }
         return nil
     }
+
+    /// A name in UCS-2 little-endian (a NITZ network name with QMI's encoding scheme 1): code units up to the first
+    /// NUL, an odd trailing byte dropped; nil when empty, when a unit is a surrogate (UCS-2 has none) or a control
+    /// character.
+    public static func decodeUCS2LE(_ raw: [UInt8]) -> String? {
+        var scalars = String.UnicodeScalarView()
+        var i = 0
+        while i + 1 < raw.count {
+            let unit = UInt32(raw[i]) | UInt32(raw[i + 1]) << 8
+            i += 2
+            if unit == 0 { break }
+            guard let scalar = Unicode.Scalar(unit), unit >= 0x20, unit != 0x7F else { return nil }
+            scalars.append(scalar)
+        }
+        while scalars.last == " " { scalars.removeLast() }
+        return scalars.isEmpty ? nil : String(scalars)
+    }
 }
 
 // MARK: - From readings to a ModemState

@@ -378,12 +378,15 @@ final class QMISession: @unchecked Sendable {
                 var encoding = QmiNasPlmnEncodingScheme(0)
                 var initials = QmiNasPlmnNameCountryInitials(0)
                 var spare1 = QmiNasPlmnNameSpareBits(0), spare2 = QmiNasPlmnNameSpareBits(0)
-                var long: UnsafePointer<CChar>? = nil, short: UnsafePointer<CChar>? = nil
-                if qmi_message_nas_get_operator_name_output_get_operator_nitz_information(
-                    o, &encoding, &initials, &spare1, &spare2, &long, &short, nil) != 0,
-                    encoding == QMI_NAS_PLMN_ENCODING_SCHEME_GSM, let text = cBytes(long).flatMap(OperatorName.decode)
-                {
-                    return text
+                var long: UnsafeMutablePointer<GArray>? = nil, short: UnsafeMutablePointer<GArray>? = nil
+                // The network's own name (NITZ), GSM 7-bit or UCS-2: while roaming it names the visited network,
+                // where the SIM's service provider name below would name the home one.
+                if qmi_message_nas_get_operator_name_output_get_nitz_information(
+                    o, &encoding, &initials, &spare1, &spare2, &long, &short, nil) != 0, let long {
+                    let bytes = integers(long).map { UInt8(truncatingIfNeeded: $0) }
+                    let text = encoding == QMI_NAS_PLMN_ENCODING_SCHEME_UCS2LE
+                        ? OperatorName.decodeUCS2LE(bytes) : OperatorName.decode(bytes)
+                    if let text { return text }
                 }
                 var condition = QmiNasNetworkNameDisplayCondition(0)
                 if qmi_message_nas_get_operator_name_output_get_service_provider_name(o, &condition, &name, nil) != 0 {

@@ -269,6 +269,21 @@ import Testing
         #expect(OperatorName.decode([]) == nil)
     }
 
+    /// NITZ names in UCS-2LE (QMI encoding scheme 1), as the simulator and Qualcomm firmware send them.
+    @Test(arguments: [
+        ([0x56, 0x00, 0x6F, 0x00, 0x64, 0x00, 0x61, 0x00], "Voda"),
+        ([0x4F, 0x00, 0x32, 0x00, 0x00, 0x00, 0x58, 0x00], "O2"),  // ends at the first NUL unit
+        ([0xE9, 0x00, 0x20, 0x00, 0x20, 0x00], "é"),  // Latin-1 range; trailing blanks trimmed
+        ([0x1F, 0x04, 0x38, 0x04], "Пи"),  // beyond Latin-1
+        ([0x41, 0x00, 0x42], "A"),  // an odd trailing byte is dropped
+        ([0x00, 0xD8, 0x41, 0x00], nil),  // a surrogate is not UCS-2
+        ([0x07, 0x00], nil),  // control character
+        ([], nil),
+    ] as [([UInt8], String?)])
+    func ucs2Names(bytes: [UInt8], name: String?) {
+        #expect(OperatorName.decodeUCS2LE(bytes) == name)
+    }
+
     @Test func gsm7SeptetBoundary() {
         // Seven septets ("AAAAAAA") fill seven octets and leave one zero septet of padding, not an "@".
         #expect(GSM7.unpack([0xC1, 0x60, 0x30, 0x18, 0x0C, 0x06, 0x01]) == [UInt8](repeating: 0x41, count: 7))

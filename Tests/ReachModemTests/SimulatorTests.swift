@@ -98,6 +98,21 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
         }
     }
 
+    /// Roaming: the operator is the visited network (PLMN and its name), not the SIM's home operator. QMI gives the
+    /// name as NITZ in UCS-2 beside the SIM's service provider name "Telekom.de"; MBIM in Register State.
+    @Test(arguments: ["qmi", "mbim"])
+    func roamingNamesTheVisitedNetwork(proto: String) async throws {
+        let sim = try await ModemSimulator.start(scenario: "\(proto)-roaming")
+        let status = try await reachStatusJSON(["--modem", "\(sim.link):\(proto)"])
+        let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
+        #expect(modem["registration"] as? String == "roaming")
+        #expect(modem["roaming"] as? Bool == true)
+        let op = try #require(modem["operator"] as? [String: Any])
+        #expect(op["mcc"] as? String == "234")
+        #expect(op["mnc"] as? String == "15")
+        #expect(op["name"] as? String == "Vodafone UK")
+    }
+
     /// IMEI, IMSI, ICCID and MSISDN never appear unless asked for.
     @Test(arguments: ["qmi", "mbim"])
     func identifiersOnlyWhenAsked(proto: String) async throws {
