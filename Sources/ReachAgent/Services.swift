@@ -107,19 +107,10 @@ public struct ModemService: Service {
     }
 
     public func run() async {
-        var backoff = Duration.seconds(1)
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            for await (health, states) in source.updates().cancelOnGracefulShutdown() {
-                await hub.setModems(source: source.name, health, states)
-                backoff = .seconds(1)
-            }
-            if Task.isShuttingDownGracefully || Task.isCancelled { return }
-            logger.warning("Modem source stopped; starting it again", metadata: ["modem.source": "\(source.name)", "backoff": "\(backoff)"])
-            await hub.setModems(source: source.name, SourceHealth(available: false, reason: "source stopped; restarting"), [])
-            let wait = backoff
-            try? await cancelWhenGracefulShutdown { try await clock.sleep(until: clock.now() + wait) }
-            backoff = min(backoff * 2, .seconds(60))
-        }
+        let (source, hub) = (source, hub)
+        await superviseSource(
+            "Modem", name: source.name, clock: clock, logger: logger, updates: source.updates,
+            publish: { health, states in await hub.setModems(source: source.name, health, states) })
     }
 }
 
@@ -138,19 +129,34 @@ public struct WiFiService: Service {
     }
 
     public func run() async {
-        var backoff = Duration.seconds(1)
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            for await (health, links) in source.updates().cancelOnGracefulShutdown() {
-                await hub.setWiFi(health, links)
-                backoff = .seconds(1)
-            }
-            if Task.isShuttingDownGracefully || Task.isCancelled { return }
-            logger.warning("WiFi source stopped; starting it again", metadata: ["wifi.source": "\(source.name)", "backoff": "\(backoff)"])
-            await hub.setWiFi(SourceHealth(available: false, reason: "source stopped; restarting"), [])
-            let wait = backoff
-            try? await cancelWhenGracefulShutdown { try await clock.sleep(until: clock.now() + wait) }
-            backoff = min(backoff * 2, .seconds(60))
+        let hub = hub
+        await superviseSource(
+            "WiFi", name: source.name, clock: clock, logger: logger, updates: source.updates,
+            publish: { health, links in await hub.setWiFi(health, links) })
+    }
+}
+
+/// A source's updates into the hub until shutdown. A stream that ends on its own (the source failed) is started
+/// again after a backoff (1 s doubling to 60 s, back to 1 s once it delivers), reported unavailable meanwhile.
+func superviseSource<Element: Sendable>(
+    _ kind: String, name: String, clock: any AgentClock, logger: Logger,
+    updates: () -> AsyncStream<(SourceHealth, [Element])>,
+    publish: (SourceHealth, [Element]) async -> Void
+) async {
+    var backoff = Duration.seconds(1)
+    while !Task.isShuttingDownGracefully && !Task.isCancelled {
+        for await (health, value) in updates().cancelOnGracefulShutdown() {
+            await publish(health, value)
+            backoff = .seconds(1)
         }
+        if Task.isShuttingDownGracefully || Task.isCancelled { return }
+        logger.warning(
+            "\(kind) source stopped; starting it again",
+            metadata: ["\(kind.lowercased()).source": "\(name)", "backoff": "\(backoff)"])
+        await publish(SourceHealth(available: false, reason: "source stopped; restarting"), [])
+        let wait = backoff
+        try? await cancelWhenGracefulShutdown { try await clock.sleep(until: clock.now() + wait) }
+        backoff = min(backoff * 2, .seconds(60))
     }
 }
 

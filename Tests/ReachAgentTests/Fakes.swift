@@ -43,6 +43,9 @@ final class ManualClock: AgentClock {
         try Task.checkCancellation()
     }
 
+    /// How many tasks are asleep on this clock.
+    var sleepers: Int { state.withLock { $0.sleepers.count } }
+
     /// Moves time forward and wakes every sleeper whose deadline has come.
     func advance(by d: Duration) {
         let due = state.withLock { s -> [CheckedContinuation<Void, Error>] in
