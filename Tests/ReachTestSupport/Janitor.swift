@@ -53,45 +53,24 @@ public final class Janitor: Sendable {
         let argv = ["/bin/sh", "-c", Self.script, "reach-test-janitor", owner, tmp]
         let env = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"]
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        // A group of its own: Ctrl-C on the test run must not end the janitor before it has done its work.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup($0) } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-
         Spawned.spawnLock.lock()
         defer { Spawned.spawnLock.unlock() }
         guard pipe(&fds) == 0 else { throw TestFailure("janitor pipe: \(String(cString: strerror(errno)))") }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, "/bin/sh", &actions, &attributes, cArgs, cEnv)
-        close(fds[0])
-        guard rc == 0 else {
+        // A group of its own (spawnClean): Ctrl-C on the test run must not end the janitor before it has done its
+        // work.
+        defer { close(fds[0]) }
+        do {
+            pid = try Spawned.spawnClean("/bin/sh", argv: argv, environment: env) { actions in
+                posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+                posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            }
+        } catch {
             close(fds[1])
-            throw TestFailure("posix_spawn janitor: \(String(cString: strerror(rc)))")
+            throw error
         }
-        self.pid = pid
         writeEnd = fds[1]
     }
 

@@ -83,9 +83,86 @@ public final class Spawned: @unchecked Sendable {
         let path = program.contains("/") ? program : try TestSupport.which(program)
         self.argv = argv
 
+        // Marked for the janitor, which ends the child should this process die without stopping it.
+        var inherited = ProcessInfo.processInfo.environment
+        if let janitor = Janitor.shared { inherited[Janitor.variable] = janitor.owner }
+        let env = (environment.map { inherited.merging($0) { $1 } } ?? inherited).map { "\($0)=\($1)" }
+
+        Self.spawnLock.lock()
+        defer { Self.spawnLock.unlock() }
+        // Fds only the child needs, closed here after the spawn. Our ends belong to their ChildOutput from the
+        // start (it closes them, also when this initialiser throws).
+        var childEnds: [Int32] = []
+        defer { childEnds.forEach { close($0) } }
+        func fail(_ what: String) -> TestFailure {
+            TestFailure("\(what) for \(program): \(String(cString: strerror(errno)))")
+        }
+
+        var outputs: [ChildOutput?] = []
+        let pid = try Self.spawnClean(path, argv: argv, environment: env) { actions in
+            switch stdin {
+            case .null:
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            case let .text(text):
+                let fd = try Self.anonymousFile()
+                childEnds.append(fd)
+                let bytes = Array(text.utf8)
+                var done = 0
+                while done < bytes.count {
+                    let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    guard n > 0 else { throw fail("writing standard input") }
+                    done += n
+                }
+                lseek(fd, 0, SEEK_SET)
+                posix_spawn_file_actions_adddup2(&actions, fd, 0)
+            }
+            for (target, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
+                switch output {
+                case .null:
+                    posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+                    outputs.append(nil)
+                case let .file(file):
+                    posix_spawn_file_actions_addopen(&actions, target, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                    outputs.append(nil)
+                case .pipe:
+                    var fds: [Int32] = [-1, -1]
+                    guard pipe(&fds) == 0 else { throw fail("pipe") }
+                    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+                    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+                    childEnds.append(fds[1])
+                    posix_spawn_file_actions_adddup2(&actions, fds[1], target)
+                    outputs.append(ChildOutput(fd: fds[0], isPipe: true))
+                case .capture:
+                    let fd = try Self.anonymousFile()
+                    posix_spawn_file_actions_adddup2(&actions, fd, target)
+                    outputs.append(ChildOutput(fd: fd, isPipe: false))
+                }
+            }
+        }
+        spawned = true
+        self.pid = pid
+        self.started = .now
+        self.stdout = outputs[0]
+        self.stderr = outputs[1]
+        state = Mutex(State(exit: nil, lease: lease))
+        outputs.forEach { $0?.child = self }
+    }
+
+    deinit {
+        if exitStatus == nil { _ = stop(grace: 0) }
+    }
+
+    /// posix_spawn for a test child: a process group of its own, an empty signal mask and default dispositions (a
+    /// test process's threads block signals, and a child that inherited that could not be stopped with SIGTERM).
+    /// `fileActions` sets up the child's descriptors. The caller holds `spawnLock`. Returns the child's pid.
+    static func spawnClean(
+        _ path: String, argv: [String], environment: [String],
+        fileActions: (inout posix_spawn_file_actions_t) throws -> Void
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        try fileActions(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -98,82 +175,16 @@ public final class Spawned: @unchecked Sendable {
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
             &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        // Marked for the janitor, which ends the child should this process die without stopping it.
-        var inherited = ProcessInfo.processInfo.environment
-        if let janitor = Janitor.shared { inherited[Janitor.variable] = janitor.owner }
-        let env = (environment.map { inherited.merging($0) { $1 } } ?? inherited).map { "\($0)=\($1)" }
         let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup($0) } + [nil]
+        let cEnv = environment.map { strdup($0) } + [nil]
         defer {
             cArgs.forEach { free($0) }
             cEnv.forEach { free($0) }
         }
-
-        Self.spawnLock.lock()
-        defer { Self.spawnLock.unlock() }
-        // Fds only the child needs, closed here after the spawn. Our ends belong to their ChildOutput from the
-        // start (it closes them, also when this initialiser throws).
-        var childEnds: [Int32] = []
-        defer { childEnds.forEach { close($0) } }
-        func fail(_ what: String) -> TestFailure {
-            TestFailure("\(what) for \(program): \(String(cString: strerror(errno)))")
-        }
-
-        switch stdin {
-        case .null:
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        case let .text(text):
-            let fd = try Self.anonymousFile()
-            childEnds.append(fd)
-            let bytes = Array(text.utf8)
-            var done = 0
-            while done < bytes.count {
-                let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                guard n > 0 else { throw fail("writing standard input") }
-                done += n
-            }
-            lseek(fd, 0, SEEK_SET)
-            posix_spawn_file_actions_adddup2(&actions, fd, 0)
-        }
-        var outputs: [ChildOutput?] = []
-        for (target, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
-            switch output {
-            case .null:
-                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
-                outputs.append(nil)
-            case let .file(file):
-                posix_spawn_file_actions_addopen(&actions, target, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-                outputs.append(nil)
-            case .pipe:
-                var fds: [Int32] = [-1, -1]
-                guard pipe(&fds) == 0 else { throw fail("pipe") }
-                _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-                _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-                childEnds.append(fds[1])
-                posix_spawn_file_actions_adddup2(&actions, fds[1], target)
-                outputs.append(ChildOutput(fd: fds[0], isPipe: true))
-            case .capture:
-                let fd = try Self.anonymousFile()
-                posix_spawn_file_actions_adddup2(&actions, fd, target)
-                outputs.append(ChildOutput(fd: fd, isPipe: false))
-            }
-        }
-
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
         guard rc == 0 else { throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))") }
-        spawned = true
-        self.pid = pid
-        self.started = .now
-        self.stdout = outputs[0]
-        self.stderr = outputs[1]
-        state = Mutex(State(exit: nil, lease: lease))
-        outputs.forEach { $0?.child = self }
-    }
-
-    deinit {
-        if exitStatus == nil { _ = stop(grace: 0) }
+        return pid
     }
 
     /// Sends `sig` to the child's process group (the child and whatever it started), while it has not been reaped.
