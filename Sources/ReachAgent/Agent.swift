@@ -73,7 +73,7 @@ public struct AgentAssembly {
                 let specs =
                     config.modems.ports.isEmpty
                     ? ModemDiscovery().ports().map(\.spec)
-                    : config.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) }
+                    : config.modems.ports
                 if specs.isEmpty {
                     modemSources = [PollingModemSource(specs: nil, options: read, interval: interval, clock: clock)]
                 } else {

@@ -49,7 +49,7 @@ public enum Diagnostics {
         let request = StatusRequest(
             target: .defaultRoute,
             modems: config.modems.ports.isEmpty
-                ? nil : config.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) },
+                ? nil : config.modems.ports,
             readModems: config.modems.enabled,
             wifiInterface: config.wifi.interfaces.count == 1 ? config.wifi.interfaces[0] : nil,
             readWiFi: config.wifi.enabled,

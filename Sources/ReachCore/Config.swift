@@ -29,21 +29,11 @@ public struct AgentConfig: Sendable, Equatable {
         public init() {}
     }
 
-    public struct ModemPort: Sendable, Equatable {
-        public var path: String
-        public var `protocol`: ModemProtocol?
-        public var interface: String?
-        public init(path: String, protocol: ModemProtocol? = nil, interface: String? = nil) {
-            self.path = path
-            self.protocol = `protocol`
-            self.interface = interface
-        }
-    }
 
     public struct Modems: Sendable, Equatable {
         public var enabled = true
         /// Ports to open; empty: those that discovery finds in sysfs.
-        public var ports: [ModemPort] = []
+        public var ports: [ModemPortSpec] = []
         public var requestTimeoutSeconds: Double = 5
         /// The poll used only when a modem sends no indications.
         public var pollIntervalSeconds: Double = 60
@@ -300,8 +290,8 @@ private final class ConfigReader {
         return result
     }
 
-    func modemPort(_ v: JSON, at path: String) -> AgentConfig.ModemPort? {
-        var port: AgentConfig.ModemPort?
+    func modemPort(_ v: JSON, at path: String) -> ModemPortSpec? {
+        var port: ModemPortSpec?
         object(v, at: path) { o in
             var devicePath: String?
             o.string("path", nonEmpty: true) { s in
@@ -316,7 +306,7 @@ private final class ConfigReader {
             }
             var interface: String?
             if let i = o.value("interface"), !i.isNull { interface = interfaceName(i, at: o.path("interface")) }
-            if let devicePath { port = AgentConfig.ModemPort(path: devicePath, protocol: proto, interface: interface) }
+            if let devicePath { port = ModemPortSpec(path: devicePath, protocol: proto, interface: interface) }
         }
         return port
     }

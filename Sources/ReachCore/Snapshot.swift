@@ -38,6 +38,22 @@ public enum ModemProtocol: String, Sendable {
     case qmi, mbim
 }
 
+/// A modem control port named by the user (command line, config) or found in sysfs: `/dev/cdc-wdm0`,
+/// `/dev/wwan0qmi0`, or a simulator pty.
+public struct ModemPortSpec: Sendable, Equatable {
+    public var path: String
+    /// nil: decide from sysfs (driver qmi_wwan → QMI, cdc_mbim → MBIM, wwan port type).
+    public var `protocol`: ModemProtocol?
+    /// The network interface that carries this modem's data, when known.
+    public var interface: String?
+
+    public init(path: String, protocol: ModemProtocol? = nil, interface: String? = nil) {
+        self.path = path
+        self.protocol = `protocol`
+        self.interface = interface
+    }
+}
+
 /// Identifiers that name a subscriber or a device. Printed only when the user asks (`--show-identifiers`).
 public struct ModemIdentifiers: Sendable, Equatable {
     public var imei: String?

@@ -29,7 +29,7 @@ import Testing
         #expect(c.report.rotateKeep == 2)
         #expect(c.changePolicy == ChangePolicy(holdDown: .milliseconds(2500), barHysteresisDB: 4))
         #expect(c.targets == [.defaultRoute, .address("2001:db8::1"), .host("example.net"), .linkLocal])
-        #expect(c.modems.ports == [AgentConfig.ModemPort(path: "/dev/cdc-wdm0", protocol: .mbim, interface: "wwan0")])
+        #expect(c.modems.ports == [ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim, interface: "wwan0")])
         #expect(c.interfaceKinds == ["ppp0": .wwan])
         #expect(c.probe == AgentConfig.Probe(kind: .tcp, host: "192.0.2.10", port: 443, timeoutSeconds: 1.5))
         #expect(c.logLevel == .debug)

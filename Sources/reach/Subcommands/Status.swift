@@ -101,7 +101,7 @@ extension Reach {
 
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
-            let configured = cfg.modems.ports.map { ModemPortSpec(path: $0.path, protocol: $0.protocol, interface: $0.interface) }
+            let configured = cfg.modems.ports
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),
