@@ -67,17 +67,12 @@ public struct AgentAssembly {
                 read.logger = logger
                 let interval = Duration.seconds(config.modems.pollIntervalSeconds)
                 let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
-                // One monitor per modem: a slow or vanished modem does not hold up the others. Without configured
-                // ports, the ports discovery finds now; when it finds none, discovery is polled at the interval so a
-                // modem plugged in later is noticed.
-                let specs =
-                    config.modems.ports.isEmpty
-                    ? ModemDiscovery().ports().map(\.spec)
-                    : config.modems.ports
-                if specs.isEmpty {
-                    modemSources = [PollingModemSource(specs: nil, options: read, interval: interval, clock: clock)]
+                // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are
+                // watched as named; without them, discovery follows modems that come, go or re-enumerate.
+                if config.modems.ports.isEmpty {
+                    modemSources = [DiscoveredModemSource(options: monitorOptions, interval: interval, clock: clock)]
                 } else {
-                    modemSources = specs.map { IndicationModemSource(spec: $0, options: monitorOptions) }
+                    modemSources = config.modems.ports.map { IndicationModemSource(spec: $0, options: monitorOptions) }
                 }
             }
         }

@@ -94,41 +94,112 @@ public struct IndicationModemSource: ModemSource {
     }
 }
 
-/// A modem source that reads with `ModemReader` at an interval and reports when the state changed. It is the
-/// fallback for modems without indications, and what runs until the indication-driven monitor is wired in.
-public struct PollingModemSource: ModemSource {
-    public var specs: [ModemPortSpec]?
-    public var options: ModemReadOptions
+/// The modems discovery finds, each watched by its own `ModemMonitor` (a slow or vanished modem does not hold up
+/// the others), with discovery run again at an interval and soon after a port is lost: a modem plugged in later is
+/// picked up, and one that comes back under another name (a firmware crash or USB reset re-enumerates
+/// /dev/cdc-wdm0 as /dev/cdc-wdm1) is followed to it, while the port that is gone for good is dropped.
+public struct DiscoveredModemSource: ModemSource {
+    public var options: ModemMonitorOptions
+    /// How often discovery runs when nothing was lost.
     public var interval: Duration
+    /// After a lost port, discovery runs again after each of these delays (a re-enumerated modem takes seconds).
+    public var afterLoss: [Duration]
     public var clock: any AgentClock
+    /// The ports present now. Production: `ModemReader.discover` over sysfs.
+    public var discover: @Sendable () -> (SourceHealth, [ModemPortSpec])
 
-    public init(specs: [ModemPortSpec]?, options: ModemReadOptions, interval: Duration, clock: any AgentClock) {
-        self.specs = specs
+    public init(
+        options: ModemMonitorOptions, interval: Duration, clock: any AgentClock,
+        afterLoss: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8)],
+        discover: (@Sendable () -> (SourceHealth, [ModemPortSpec]))? = nil
+    ) {
         self.options = options
         self.interval = interval
+        self.afterLoss = afterLoss
         self.clock = clock
+        let read = options.read
+        self.discover = discover ?? { ModemReader.discover(options: read) }
     }
 
-    public var name: String { specs?.map(\.path).joined(separator: ",") ?? "discovery" }
+    public var name: String { "discovery" }
+
+    private enum Event: Sendable {
+        case found(SourceHealth, [ModemPortSpec])
+        case update(path: String, ModemState)
+    }
 
     public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
-        let (specs, options, interval, clock) = (self.specs, self.options, self.interval, self.clock)
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let task = Task {
-                var last: (SourceHealth, [ModemState])?
-                while !Task.isCancelled {
-                    let started = clock.now()
-                    let now = await ModemReader.read(specs, options: options)
-                    if last == nil || last!.0 != now.0 || last!.1 != now.1 {
-                        continuation.yield(now)
-                        last = now
-                    }
-                    do { try await clock.sleep(until: started + interval) } catch { break }
-                }
-                continuation.finish()
+        let (options, interval, afterLoss, clock, discover) = (options, interval, afterLoss, clock, discover)
+        let (output, sink) = AsyncStream.makeStream(
+            of: (SourceHealth, [ModemState]).self, bufferingPolicy: .bufferingNewest(1))
+        let (events, feed) = AsyncStream.makeStream(of: Event.self)
+        let discovery = Task {
+            while !Task.isCancelled {
+                let (health, specs) = discover()
+                feed.yield(.found(health, specs))
+                do { try await clock.sleep(until: clock.now() + interval) } catch { return }
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
+        let main = Task {
+            var watchers: [String: Task<Void, Never>] = [:]
+            var states: [String: ModemState] = [:]
+            var health = SourceHealth.ok
+            var rediscovery: Task<Void, Never>?
+            var last: (SourceHealth, [ModemState])?
+            func publish() {
+                // The first answer waits until every port found has reported once; then only changes go out.
+                guard last != nil || watchers.keys.allSatisfy({ states[$0] != nil }) else { return }
+                let now = (health, watchers.keys.sorted().compactMap { states[$0] })
+                if let last, last.0 == now.0, last.1 == now.1 { return }
+                last = now
+                sink.yield(now)
+            }
+            for await event in events {
+                switch event {
+                case let .found(h, specs):
+                    health = h
+                    let paths = Set(specs.map(\.path))
+                    for (path, task) in watchers where !paths.contains(path) {
+                        task.cancel()
+                        watchers[path] = nil
+                        states[path] = nil
+                    }
+                    for spec in specs where watchers[spec.path] == nil {
+                        let path = spec.path
+                        let source = IndicationModemSource(spec: spec, options: options)
+                        watchers[path] = Task {
+                            for await (_, s) in source.updates() {
+                                if let state = s.first { feed.yield(.update(path: path, state)) }
+                            }
+                        }
+                    }
+                    publish()
+                case let .update(path, state):
+                    guard watchers[path] != nil else { continue }  // dropped since; a late update
+                    let lost = state.present == false && states[path]?.present != false
+                    states[path] = state
+                    publish()
+                    if lost {
+                        rediscovery?.cancel()
+                        rediscovery = Task {
+                            for delay in afterLoss {
+                                do { try await clock.sleep(until: clock.now() + delay) } catch { return }
+                                let (h, specs) = discover()
+                                feed.yield(.found(h, specs))
+                            }
+                        }
+                    }
+                }
+            }
+            rediscovery?.cancel()
+            for task in watchers.values { task.cancel() }
+        }
+        sink.onTermination = { _ in
+            discovery.cancel()
+            feed.finish()
+            main.cancel()
+        }
+        return output
     }
 }
 

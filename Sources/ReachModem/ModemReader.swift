@@ -55,6 +55,13 @@ public enum ModemReader {
         return (health, states)
     }
 
+    /// The modem control ports sysfs shows now (the discovery `read(nil, ...)` does), for a caller that watches each
+    /// port itself. Unavailable when sysfs cannot be read.
+    public static func discover(options: ModemReadOptions) -> (SourceHealth, [ModemPortSpec]) {
+        let (health, ports) = prepare(nil, options: options)
+        return (health, ports.map(\.0))
+    }
+
     /// The ports to ask (named ones completed from sysfs, or discovered) with their hardware quirks.
     static func prepare(_ specs: [ModemPortSpec]?, options: ModemReadOptions)
         -> (SourceHealth, [(ModemPortSpec, ModemQuirks)])
