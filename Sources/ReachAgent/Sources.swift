@@ -102,7 +102,8 @@ public struct DiscoveredModemSource: ModemSource {
     public var options: ModemMonitorOptions
     /// How often discovery runs when nothing was lost.
     public var interval: Duration
-    /// After a lost port, discovery runs again after each of these delays (a re-enumerated modem takes seconds).
+    /// After a lost port, discovery runs again after each of these delays in turn (by default 1, 3, 7 and 15 s
+    /// after the loss; a re-enumerated modem takes seconds).
     public var afterLoss: [Duration]
     public var clock: any AgentClock
     /// The ports present now. Production: `ModemReader.discover` over sysfs.
@@ -133,10 +134,13 @@ public struct DiscoveredModemSource: ModemSource {
         let (output, sink) = AsyncStream.makeStream(
             of: (SourceHealth, [ModemState]).self, bufferingPolicy: .bufferingNewest(1))
         let (events, feed) = AsyncStream.makeStream(of: Event.self)
+        @Sendable func look() {
+            let (health, specs) = discover()
+            feed.yield(.found(health, specs))
+        }
         let discovery = Task {
             while !Task.isCancelled {
-                let (health, specs) = discover()
-                feed.yield(.found(health, specs))
+                look()
                 do { try await clock.sleep(until: clock.now() + interval) } catch { return }
             }
         }
@@ -184,8 +188,7 @@ public struct DiscoveredModemSource: ModemSource {
                         rediscovery = Task {
                             for delay in afterLoss {
                                 do { try await clock.sleep(until: clock.now() + delay) } catch { return }
-                                let (h, specs) = discover()
-                                feed.yield(.found(h, specs))
+                                look()
                             }
                         }
                     }
