@@ -21,11 +21,14 @@ public struct StatusRequest: Sendable {
     public var resolveTimeout: Duration
     /// Configured interface kinds by name, e.g. `["ppp0": .wwan]`.
     public var interfaceOverrides: [String: InterfaceKind]
+    /// How the modems' bars are computed (the configuration's `signal`).
+    public var signalPolicy: SignalPolicy
 
     public init(
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
-        resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:]
+        resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
+        signalPolicy: SignalPolicy = .android
     ) {
         self.target = target
         self.modems = modems
@@ -35,6 +38,7 @@ public struct StatusRequest: Sendable {
         self.modemOptions = modemOptions
         self.resolveTimeout = resolveTimeout
         self.interfaceOverrides = interfaceOverrides
+        self.signalPolicy = signalPolicy
     }
 }
 
@@ -59,7 +63,7 @@ public enum GatewayReach {
         let routePart = RouteView.compute(
             target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides)
 
-        var snapshot = Snapshot(time: .now(), target: request.target)
+        var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
         routePart.apply(to: &snapshot)
         (snapshot.wwanSource, snapshot.wwan) = await modems
         (snapshot.wifiSource, snapshot.wifi) = await wifi

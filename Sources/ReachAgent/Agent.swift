@@ -65,6 +65,7 @@ public struct AgentAssembly {
             } else {
                 var read = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
                 read.logger = logger
+                read.signalPolicy = config.signalPolicy
                 let interval = Duration.seconds(config.modems.pollIntervalSeconds)
                 let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
                 // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are

@@ -163,7 +163,7 @@ public enum DiagChecks {
                     "\(m.protocol.rawValue.uppercased())" + (model.isEmpty ? "" : ", \(model)")))
             out.append(sim(m, id))
             out.append(registration(m, id))
-            if m.registration.isRegistered { out.append(radio(m, id)) }
+            if m.registration.isRegistered { out.append(radio(m, id, s.signalPolicy)) }
             out.append(data(m, id, f))
         }
         return out
@@ -214,11 +214,13 @@ public enum DiagChecks {
         }
     }
 
-    static func radio(_ m: ModemState, _ id: String) -> DiagCheck {
+    static func radio(_ m: ModemState, _ id: String, _ policy: SignalPolicy) -> DiagCheck {
         let title = "Radio technology and signal"
+        let bars = m.bars(policy)
         var detail = "\(m.generation.name)"
         if let mode = m.nrMode { detail += " \(mode)" }
-        detail += " (" + m.accessTechnologies.names.joined(separator: "+") + "), \(m.bars) bar\(m.bars == 1 ? "" : "s")"
+        detail += " (" + m.accessTechnologies.names.joined(separator: "+") + "), \(bars) bar\(bars == 1 ? "" : "s")"
+        detail += " (\(policy.name)\(policy.overridden.isEmpty ? "" : ", custom thresholds"))"
         let sig = m.signal
         let measures: [(String, Double?, String)] = [
             ("rsrp", sig.rsrp, "dBm"), ("rsrq", sig.rsrq, "dB"), ("sinr", sig.sinr, "dB"), ("rscp", sig.rscp, "dBm"),
@@ -226,7 +228,7 @@ public enum DiagChecks {
         ]
         let shown = measures.compactMap { name, v, unit in v.map { "\(name) \(fmt($0)) \(unit)" } }
         if !shown.isEmpty { detail += ", " + shown.joined(separator: ", ") }
-        switch m.bars {
+        switch bars {
         case 0:
             return DiagCheck(id + ".radio", title, .fail, detail, hint: "no usable signal: check the antenna connections")
         case 1:

@@ -87,9 +87,15 @@ public enum PrometheusText {
             for m in modems { sample("reach_modem_present", modemLabels(m), m.present ? 1 : 0) }
             family("reach_modem_generation", "gauge", "The modem's generation: 0 none, 2 to 5.")
             for m in modems { sample("reach_modem_generation", modemLabels(m), Double(m.generation.rawValue)) }
+            let policy = first.snapshot.signalPolicy
             family("reach_modem_bars", "gauge", "Signal bars 0-4 as reported (hysteresis applied).")
             for m in modems {
-                sample("reach_modem_bars", modemLabels(m), Double(view?.bars[LinkKey(.wwan, m.device)] ?? m.bars))
+                sample("reach_modem_bars", modemLabels(m), Double(view?.bars[LinkKey(.wwan, m.device)] ?? m.bars(policy)))
+            }
+            family("reach_modem_bars_profile", "gauge", "1 for the signal profile the bars are computed with.")
+            if !modems.isEmpty {
+                let custom = policy.overridden.isEmpty ? "false" : "true"
+                sample("reach_modem_bars_profile", [("profile", policy.name), ("custom_thresholds", custom)], 1)
             }
             family("reach_modem_signal_dbm", "gauge", "Serving-cell signal power in dBm, by measure.")
             for m in modems {

@@ -33,6 +33,8 @@ public actor StatusHub {
     private var nextPeriodic: Duration = .zero
     private var seq: UInt64 = 0
     private var config: AgentConfig
+    /// `config.signalPolicy`, kept so each snapshot need not rebuild it.
+    private var signalPolicy: SignalPolicy
 
     private let log: ReportLog?
     private let prometheus: PrometheusTextfile?
@@ -51,6 +53,7 @@ public actor StatusHub {
         onLine: LineHandler?, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() }, logger: Logger
     ) {
         self.config = config
+        self.signalPolicy = config.signalPolicy
         self.targets = config.targets.map { TargetState(target: $0, detector: ChangeDetector(policy: config.changePolicy)) }
         self.modemsEnabled = config.modems.enabled
         self.wifiEnabled = config.wifi.enabled
@@ -168,6 +171,7 @@ public actor StatusHub {
             nextPeriodic = clock.now() + interval
         }
         config = new
+        signalPolicy = new.signalPolicy  // bars follow at once; QMI indication thresholds are set when a port opens
         wakeup.signal()
         return needRestart
     }
@@ -241,7 +245,7 @@ public actor StatusHub {
 
     /// A target's snapshot from the parts as they are now.
     private func snapshot(_ i: Int) -> Snapshot {
-        var s = Snapshot(time: wall(), target: targets[i].target)
+        var s = Snapshot(time: wall(), target: targets[i].target, signalPolicy: signalPolicy)
         if let route = targets[i].route {
             route.apply(to: &s)
         } else {

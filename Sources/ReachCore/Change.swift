@@ -8,8 +8,9 @@
 // - A change to a worse state (reachable→not, any status→none, 5g→4g, fewer bars, a link gone) is held down for
 //   `holdDown`: it is reported only if it still holds when the hold-down ends, so a short loss that comes back is
 //   never reported at all. The kernel tells us at once; we wait on purpose, and only for losses.
-// - Bars move only when the signal crosses a bar boundary by `barHysteresisDB` (see `SignalBars.level(bias:)`), so
-//   a signal sitting on a boundary does not toggle between two bar counts.
+// - Bars move only when the signal crosses a bar boundary by `barHysteresisDB` (see `BarThresholds.level(_:bias:)`),
+//   so a signal sitting on a boundary does not toggle between two bar counts. Modem bars use the snapshot's
+//   signal policy (`ModemState.bars(_:bias:)`).
 //
 // Pure: time comes in as a monotonic `Duration` since any fixed origin (the agent uses its ContinuousClock, tests a
 // manual clock), so nothing here sleeps or reads a clock.
@@ -247,7 +248,7 @@ public struct ChangeDetector: Sendable {
         var out: [LinkKey: Int] = [:]
         for m in s.wwan {
             let key = LinkKey(.wwan, m.device)
-            out[key] = hysteresis(reported: reported[key], h: h) { m.bars(bias: $0) }
+            out[key] = hysteresis(reported: reported[key], h: h) { m.bars(s.signalPolicy, bias: $0) }
         }
         for w in s.wifi {
             let key = LinkKey(.wifi, w.interface)
@@ -258,7 +259,7 @@ public struct ChangeDetector: Sendable {
 
     static func rawBars(_ s: Snapshot) -> [LinkKey: Int] {
         var out: [LinkKey: Int] = [:]
-        for m in s.wwan { out[LinkKey(.wwan, m.device)] = m.bars }
+        for m in s.wwan { out[LinkKey(.wwan, m.device)] = m.bars(s.signalPolicy) }
         for w in s.wifi { out[LinkKey(.wifi, w.interface)] = w.bars }
         return out
     }
@@ -271,15 +272,6 @@ public struct ChangeDetector: Sendable {
         if raw > reported { return max(reported, bars(h)) }
         if raw < reported { return min(reported, bars(-h)) }
         return reported
-    }
-}
-
-extension ModemState {
-    /// Bars with every threshold raised by `bias` dB (see `SignalBars.level(_:serving:nr:bias:)`); `bars(bias: 0)`
-    /// equals `bars`.
-    public func bars(bias: Double) -> Int {
-        guard registration.isRegistered else { return 0 }
-        return SignalBars.level(accessTechnologies, serving: signal, nr: nrSignal, bias: bias)
     }
 }
 

@@ -29,6 +29,32 @@ public struct AgentConfig: Sendable, Equatable {
         public init() {}
     }
 
+    /// How modem bars are computed: a profile of `SignalPolicy`, with the thresholds the file replaces.
+    public struct Signal: Sendable, Equatable {
+        public var profile: SignalPolicy.Profile = .android
+        /// Replaced thresholds, `signal.thresholds.<family>.<measure>`, in `BarFamily` then `SignalMeasure` order.
+        public var thresholds: [Threshold] = []
+        public init() {}
+
+        public struct Threshold: Sendable, Equatable {
+            public var family: BarFamily
+            public var measure: SignalMeasure
+            public var values: [Double]
+            public init(_ family: BarFamily, _ measure: SignalMeasure, _ values: [Double]) {
+                self.family = family
+                self.measure = measure
+                self.values = values
+            }
+        }
+
+        /// The policy every bar is computed with. Thresholds were validated when the file was read.
+        public var policy: SignalPolicy {
+            var p = SignalPolicy(profile)
+            for t in thresholds { try? p.override(t.family, t.measure, thresholds: t.values) }
+            return p
+        }
+    }
+
 
     public struct Modems: Sendable, Equatable {
         public var enabled = true
@@ -76,6 +102,7 @@ public struct AgentConfig: Sendable, Equatable {
 
     public var report = Report()
     public var changes = Changes()
+    public var signal = Signal()
     /// What the agent watches; each target has its own snapshot, change detection and report lines.
     public var targets: [Target] = [.defaultRoute]
     public var modems = Modems()
@@ -90,6 +117,9 @@ public struct AgentConfig: Sendable, Equatable {
     public var diagReportLines = 200
 
     public init() {}
+
+    /// The signal policy of `signal`: passed to every snapshot and to the modems' indication thresholds.
+    public var signalPolicy: SignalPolicy { signal.policy }
 
     public var changePolicy: ChangePolicy {
         ChangePolicy(holdDown: .milliseconds(Int64((changes.holdDownSeconds * 1000).rounded())),
@@ -147,6 +177,7 @@ extension AgentConfig {
                 ch.number("hold_down_seconds", in: 0...3600, unit: "seconds") { c.changes.holdDownSeconds = $0 }
                 ch.number("bar_hysteresis_db", in: 0...20, unit: "dB") { c.changes.barHysteresisDB = $0 }
             }
+            o.optionalObject("signal") { sig in r.signal(sig, into: &c.signal) }
             o.optionalArray("targets") { items in
                 var targets: [Target] = []
                 for (i, item) in items.enumerated() {
@@ -311,6 +342,65 @@ private final class ConfigReader {
         return port
     }
 
+    /// `signal`: `profile` (android, strict) and `thresholds` {family: {measure: [four ascending numbers]}}; a
+    /// threshold must be one the profile uses (a key that would change nothing is an error, as unknown keys are).
+    func signal(_ o: ObjectReader, into signal: inout AgentConfig.Signal) {
+        if let v = o.value("profile") {
+            let names = SignalPolicy.Profile.allCases.map(\.rawValue)
+            if let s = v.stringValue, let p = SignalPolicy.Profile(rawValue: s) {
+                signal.profile = p
+            } else {
+                problem(o.path("profile"), "expected one of \(names.joined(separator: ", ")), found \(show(v))")
+            }
+        }
+        var policy = SignalPolicy(signal.profile)
+        o.optionalObject("thresholds") { t in
+            for (familyName, value) in t.members {
+                let familyPath = t.path(familyName)
+                guard let family = BarFamily(rawValue: familyName) else {
+                    let families = BarFamily.allCases.map(\.rawValue).joined(separator: ", ")
+                    problem(familyPath, "unknown radio family (expected one of: \(families))")
+                    continue
+                }
+                guard let measures = value.objectValue else {
+                    problem(familyPath, "expected an object of measures, found \(value.typeName)")
+                    continue
+                }
+                for (measureName, thresholds) in measures {
+                    let path = familyPath + "." + measureName
+                    let used = policy.rule(family).measures.map(\.measure)
+                    guard let measure = SignalMeasure(rawValue: measureName), used.contains(measure) else {
+                        let list = used.map(\.rawValue).joined(separator: ", ")
+                        problem(path, "not a measure the \(signal.profile.rawValue) profile uses for \(familyName) "
+                            + "(expected one of: \(list))")
+                        continue
+                    }
+                    let values = thresholds.arrayValue?.compactMap(\.doubleValue)
+                    guard let values, values.count == thresholds.arrayValue?.count else {
+                        problem(path, "expected four ascending numbers (poor, moderate, good, great), found "
+                            + show(thresholds))
+                        continue
+                    }
+                    // The profile's own values (as `--check-config` prints them) are no override.
+                    let current = policy.rule(family).measures.first(where: { $0.measure == measure })!.table.thresholds
+                    if values == current { continue }
+                    do {
+                        try policy.override(family, measure, thresholds: values)
+                        signal.thresholds.append(AgentConfig.Signal.Threshold(family, measure, values))
+                    } catch {
+                        problem(path, "\(error), found \(show(thresholds))")
+                    }
+                }
+            }
+            t.markAllUsed()
+        }
+        // One order whatever the file's: families and measures as `BarFamily` and `SignalMeasure` list them.
+        func rank(_ t: AgentConfig.Signal.Threshold) -> (Int, Int) {
+            (BarFamily.allCases.firstIndex(of: t.family)!, SignalMeasure.allCases.firstIndex(of: t.measure)!)
+        }
+        signal.thresholds.sort { rank($0) < rank($1) }
+    }
+
     func probe(_ v: JSON, at path: String) -> AgentConfig.Probe? {
         var probe: AgentConfig.Probe?
         object(v, at: path) { o in
@@ -463,6 +553,7 @@ extension AgentConfig {
                     ("bar_hysteresis_db", .double(changes.barHysteresisDB)),
                 ])
             ),
+            ("signal", signalJSON),
             ("targets", .array(targets.map(Self.targetJSON))),
             (
                 "modems",
@@ -503,6 +594,16 @@ extension AgentConfig {
         members.append(("diag", .object([("report_lines", .int(diagReportLines))])))
         members.append(("log_level", .string(logLevel.rawValue)))
         return .object(members)
+    }
+
+    /// The profile and every threshold it uses, replaced ones included: what the bars are computed with.
+    var signalJSON: JSON {
+        let policy = signalPolicy
+        let families: [(String, JSON)] = BarFamily.allCases.map { family in
+            let measures = policy.rule(family).measures.map { ($0.measure.rawValue, JSON.array($0.table.thresholds.map(JSON.double))) }
+            return (family.rawValue, .object(measures))
+        }
+        return .object([("profile", .string(signal.profile.rawValue)), ("thresholds", .object(families))])
     }
 
     static func targetJSON(_ t: Target) -> JSON {

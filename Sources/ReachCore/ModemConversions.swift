@@ -2,7 +2,7 @@
 //
 // Pure functions over plain integers and bytes; the adapters copy values out of libqmi/libmbim and call these.
 // Names say the direction: `AccessTechnologies(mbimDataClass:)` reads an MBIM value. Sources are ModemManager's
-// `mm-modem-helpers-mbim.c` / `mm-modem-helpers-qmi.c` (ANCHORS.md §1.3-1.4); departures are documented in place.
+// `mm-modem-helpers-mbim.c` / `mm-modem-helpers-qmi.c`; departures are documented in place.
 
 // MARK: - MBIM
 
@@ -79,17 +79,6 @@ extension AccessTechnologies {
             }
         }
         self = set
-    }
-
-    /// A vendor "custom data class" string some MBIM modems report with the CUSTOM bit (Telit FN990, Quectel RM502Q,
-    /// Foxconn T99W175): "5GSA" → NR, "5G" → NR (NSA when LTE is already present), "HSPA+" → HSPA+.
-    public mutating func formUnion(mbimCustomDataClass name: String) {
-        switch name.uppercased() {
-        case "5GSA": insert(.nr)
-        case "5G": insert(.nr)
-        case "HSPA+": insert(.hspaPlus)
-        default: break
-        }
     }
 }
 
@@ -312,9 +301,10 @@ public struct QMISystemInfo: Sendable, Equatable {
             self.rejectCause = rejectCause
         }
 
-        /// ModemManager's `process_common_info` for one technology, reduced to one state.
+        /// ModemManager's `process_common_info` for a GSM or WCDMA technology, reduced to one state (the CS or the PS
+        /// registration, whichever is registered: MM's GSM/UMTS access technology comes from either).
         /// Power save → idle; no service → searching; forbidden → denied; limited → emergency only;
-        /// available with a CS/PS domain → home or roaming.
+        /// available with a CS, PS or CS+PS domain → home or roaming.
         public var registration: RegistrationState {
             switch serviceStatus {
             case .powerSave: return .idle
@@ -327,6 +317,14 @@ public struct QMISystemInfo: Sendable, Equatable {
                 return roaming == true ? .roaming : .home
             }
             return .unknown
+        }
+
+        /// The EPS (LTE) or 5GS (NR) registration: `process_common_info` is given no CS output for LTE and NR5G, so
+        /// an "available" cell whose domain is CS only leaves the packet registration idle (`mm_modem_registration_
+        /// state_from_qmi_system_info` then adds no LTE/5GNR technology). Data needs the PS domain.
+        public var packetRegistration: RegistrationState {
+            let r = registration
+            return r.isRegistered && domain == .cs ? .idle : r
         }
 
         var hasPS: Bool { domain == .ps || domain == .csPS }
@@ -350,13 +348,13 @@ public struct QMISystemInfo: Sendable, Equatable {
         self.eutraWithNR5GAvailable = eutraWithNR5GAvailable
     }
 
-    /// Technologies as `mm_modem_registration_state_from_qmi_system_info` derives them: NR registered → NR;
-    /// LTE registered → LTE, plus NR when EUTRA-with-NR5G is available (EN-DC, 5G NSA); WCDMA registered → UMTS;
-    /// else GSM registered → GPRS in the PS domain, GSM in the CS domain.
+    /// Technologies as `mm_modem_registration_state_from_qmi_system_info` derives them: NR (5GS) registered → NR;
+    /// LTE (EPS) registered → LTE, plus NR when EUTRA-with-NR5G is available (EN-DC, 5G NSA); WCDMA registered →
+    /// UMTS; else GSM registered → GPRS in the PS domain, GSM in the CS domain.
     public var accessTechnologies: AccessTechnologies {
         var set = AccessTechnologies.none
-        if nr5g?.registration.isRegistered == true { set.insert(.nr) }
-        if lte?.registration.isRegistered == true {
+        if nr5g?.packetRegistration.isRegistered == true { set.insert(.nr) }
+        if lte?.packetRegistration.isRegistered == true {
             set.insert(.lte)
             if eutraWithNR5GAvailable { set.insert(.nr) }
         }
@@ -371,10 +369,15 @@ public struct QMISystemInfo: Sendable, Equatable {
     /// The technologies newest first, as MM walks them for the registration and the operator.
     private var byPreference: [RATInfo] { [nr5g, lte, wcdma, gsm].compactMap { $0 } }
 
+    /// Each technology's registration, newest first: the packet (5GS/EPS) registration for NR and LTE.
+    private var states: [RegistrationState] {
+        [nr5g?.packetRegistration, lte?.packetRegistration, wcdma?.registration, gsm?.registration].compactMap { $0 }
+    }
+
     /// One registration state for the modem: the newest registered technology's (home or roaming); otherwise
     /// searching if any technology searches, denied if any was denied, emergency-only, idle, or unknown.
     public var registration: RegistrationState {
-        let states = byPreference.map(\.registration)
+        let states = self.states
         if let registered = states.first(where: \.isRegistered) { return registered }
         for s in [RegistrationState.searching, .denied, .emergencyOnly, .idle] where states.contains(s) { return s }
         return .unknown
@@ -383,7 +386,7 @@ public struct QMISystemInfo: Sendable, Equatable {
     /// The PLMN of the newest registered technology, else of any technology that reported one (MM also reports the
     /// network id on a registration denial).
     public var plmn: PLMN? {
-        byPreference.first(where: { $0.registration.isRegistered && $0.plmn != nil })?.plmn
+        zip(byPreference, states).first(where: { $0.1.isRegistered && $0.0.plmn != nil })?.0.plmn
             ?? byPreference.first(where: { $0.plmn != nil })?.plmn
     }
 

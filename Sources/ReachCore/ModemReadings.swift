@@ -39,19 +39,32 @@ public struct QMISignalInfo: Sendable, Equatable {
     /// QMI's "not measured" marker for the 16-bit NR fields (uqmi omits such fields too).
     static let notMeasured16: Int16 = -32768
 
-    /// The NR measurement, when the modem measured NR at all.
-    public var nrMeasurement: SignalMeasurement? {
+    /// The NR values as the modem sent them, "not measured" removed, before any range check.
+    var nrRaw: SignalMeasurement {
         var m = SignalMeasurement()
         if let nr {
             if nr.rsrp != Self.notMeasured16 { m.rsrp = Double(nr.rsrp) }
             if nr.snr != Self.notMeasured16 { m.sinr = Double(nr.snr) / 10 }
         }
         if let nrRSRQ, nrRSRQ != Self.notMeasured16 { m.rsrq = Double(nrRSRQ) }
+        return m
+    }
+
+    /// The NR measurement, when the modem measured NR at all; values outside their range are unavailable
+    /// (AOSP CellSignalStrengthNr keeps SS-RSRP in [-156, -31], SS-RSRQ [-43, 20], SS-SINR [-23, 40]).
+    public var nrMeasurement: SignalMeasurement? {
+        let m = nrRaw.validated(for: .nr)
         return m.isEmpty ? nil : m
     }
 
-    /// The measurement of one technology family, in physical units.
+    /// The measurement of one technology family, in physical units; values outside their measure's range on that
+    /// family are unavailable (`SignalRanges`), so a reading the modem could not have measured never shows.
     public func measurement(_ family: SignalFamily) -> SignalMeasurement? {
+        let m = rawMeasurement(family)?.validated(for: family)
+        return m?.isEmpty == false ? m : nil
+    }
+
+    private func rawMeasurement(_ family: SignalFamily) -> SignalMeasurement? {
         switch family {
         case .gsm:
             return gsmRSSI.map { SignalMeasurement(rssi: Double($0)) }
@@ -65,7 +78,7 @@ public struct QMISignalInfo: Sendable, Equatable {
                 SignalMeasurement(rssi: Double($0.rssi), rsrp: Double($0.rsrp), rsrq: Double($0.rsrq), sinr: Double($0.snr) / 10)
             }
         case .nr:
-            return nrMeasurement
+            return nrRaw
         }
     }
 
@@ -95,16 +108,17 @@ public struct QMISignalInfo: Sendable, Equatable {
         return (measurement(newest) ?? SignalMeasurement(), nil)
     }
 
-    /// ModemManager's quality figure for this reply (`SignalQuality.percentQMI`).
+    /// ModemManager's quality figure for this reply (`SignalQuality.percentQMI`), from the values as sent: MM applies
+    /// its own windows (CDMA/EV-DO/UMTS only), not the reading ranges.
     public var qualityPercent: Int? {
-        var rssi: [Double] = []
-        if let cdma { rssi.append(Double(cdma.rssi)) }
-        if let hdr { rssi.append(Double(hdr.rssi)) }
-        if let gsmRSSI { rssi.append(Double(gsmRSSI)) }
-        if let wcdma { rssi.append(Double(wcdma.rssi)) }
-        if let lte { rssi.append(Double(lte.rssi)) }
-        let nr = nrMeasurement.map { (rsrp: $0.rsrp, snr: $0.sinr, rsrq: $0.rsrq) }
-        return SignalQuality.percentQMI(rssi: rssi, nr: nr)
+        var rssi: [(dBm: Double, radioInterface: Int)] = []
+        if let cdma { rssi.append((Double(cdma.rssi), 1)) }
+        if let hdr { rssi.append((Double(hdr.rssi), 2)) }
+        if let gsmRSSI { rssi.append((Double(gsmRSSI), 4)) }
+        if let wcdma { rssi.append((Double(wcdma.rssi), 5)) }
+        if let lte { rssi.append((Double(lte.rssi), 8)) }
+        let raw = nrRaw
+        return SignalQuality.percentQMI(rssi: rssi, nr: raw.isEmpty ? nil : (rsrp: raw.rsrp, snr: raw.sinr, rsrq: raw.rsrq))
     }
 }
 
@@ -156,7 +170,8 @@ public struct QMISignalStrength: Sendable, Equatable {
         return nil
     }
 
-    /// The measurement on one radio interface (QmiNasRadioInterface).
+    /// The measurement on one radio interface (QmiNasRadioInterface); values outside their measure's range on that
+    /// interface's family are unavailable: a 0 dBm strength is no RSSI at all (AOSP keeps RSSI in [-113, -51]).
     public func measurement(radio: Int) -> SignalMeasurement {
         var m = SignalMeasurement(rssi: rssiDBm(radio: radio))
         if let e = ecioList.first(where: { $0.radioInterface == radio }) { m.ecio = Double(e.value) * -0.5 }
@@ -165,7 +180,8 @@ public struct QMISignalStrength: Sendable, Equatable {
             m.rsrp = lteRSRP.map(Double.init)
             m.sinr = lteSNR.map { Double($0) / 10 }
         }
-        return m
+        guard let family = RadioAccessTechnology(qmiRadioInterface: radio)?.signalFamily else { return m }
+        return m.validated(for: family)
     }
 
     /// The serving-cell measurement for the technologies in use; with none known, the current radio interface's.
@@ -181,29 +197,35 @@ public struct QMISignalStrength: Sendable, Equatable {
         return radio.map { measurement(radio: $0) } ?? SignalMeasurement()
     }
 
-    /// ModemManager's figure: the best strength over the list (else the current one) through MM_RSSI_TO_QUALITY.
+    /// ModemManager's figure (`SignalQuality.percentQMIStrength`): none when the mandatory strength is invalid for
+    /// its radio interface or the best strength is not below 0 dBm.
     public var qualityPercent: Int? {
-        let values = strengthList.map(\.value) + (current.map { [$0.value] } ?? [])
-        guard let best = values.max() else { return nil }
-        return SignalQuality.percent(rssi: Double(best))
+        guard let current else { return nil }
+        return SignalQuality.percentQMIStrength(
+            main: (Double(current.value), current.radioInterface),
+            list: strengthList.map { (Double($0.value), $0.radioInterface) })
     }
 }
 
 /// The signal-quality thresholds GatewayReach asks a QMI modem to report at (NAS Config Signal Info, 0x0050): the
-/// bar boundaries of `BarThresholds`, so that an indication arrives whenever the bars may change.
-public enum QMISignalThresholds {
-    private static func merged(_ tables: [BarThresholds], scale: Double = 1) -> [Int] {
-        Array(Set(tables.flatMap { $0.thresholds.map { Int(($0 * scale).rounded()) } })).sorted()
+/// bar boundaries of the signal policy in use, so that an indication arrives whenever the bars may change.
+public struct QMISignalThresholds: Sendable, Equatable {
+    /// RSSI dBm (i8): GSM, WCDMA and the LTE RSSI fallback.
+    public var rssi: [Int8]
+    /// RSRP dBm (i16): LTE and NR.
+    public var rsrp: [Int16]
+    /// RSRQ dB (i8): LTE, when the policy uses it.
+    public var rsrq: [Int8]
+    /// LTE SNR in 0.1 dB (i16), when the policy uses it.
+    public var lteSNR: [Int16]
+
+    public init(_ policy: SignalPolicy) {
+        rssi = policy.boundaries(.rssi, families: [.gsm, .wcdma, .lte]).map { Int8(clamping: Int($0.rounded())) }
+        rsrp = policy.boundaries(.rsrp, families: [.lte, .nr]).map { Int16(clamping: Int($0.rounded())) }
+        rsrq = policy.boundaries(.rsrq, families: [.lte]).map { Int8(clamping: Int($0.rounded())) }
+        lteSNR = policy.boundaries(.sinr, families: [.lte]).map { Int16(clamping: Int(($0 * 10).rounded())) }
     }
 
-    /// RSSI dBm (i8): GSM, WCDMA and the LTE RSSI fallback.
-    public static var rssi: [Int8] { merged([.gsmRSSI, .wcdmaRSSI, .lteRSSI]).map { Int8(clamping: $0) } }
-    /// RSRP dBm (i16): LTE and NR.
-    public static var rsrp: [Int16] { merged([.lteRSRP, .nrRSRP]).map { Int16(clamping: $0) } }
-    /// RSRQ dB (i8): LTE.
-    public static var rsrq: [Int8] { merged([.lteRSRQ]).map { Int8(clamping: $0) } }
-    /// LTE SNR in 0.1 dB (i16).
-    public static var lteSNR: [Int16] { merged([.lteRSSNR], scale: 10).map { Int16(clamping: $0) } }
     /// The RSSI thresholds ModemManager programs through NAS Set Event Report (about 11/30/50/70/90 %), for modems
     /// without Config Signal Info.
     public static let eventReportRSSI: [Int8] = [-106, -94, -82, -69, -57]
@@ -238,9 +260,12 @@ public struct MBIMSignalState: Sendable, Equatable {
         self.rsrpSNR = rsrpSNR
     }
 
-    private func entry(where test: (MBIMDataClass) -> Bool) -> SignalMeasurement? {
+    /// The first entry whose system type passes `test`, decoded and checked against `family`'s ranges (an LTE RSRP
+    /// below -140 dBm, a coded 0 "below the scale", is unavailable).
+    private func entry(_ family: SignalFamily, where test: (MBIMDataClass) -> Bool) -> SignalMeasurement? {
         guard let e = rsrpSNR.first(where: { test(MBIMDataClass(rawValue: $0.systemType)) }) else { return nil }
         let m = SignalMeasurement(rsrp: MBIMCoding.rsrpDBm(coded: e.rsrp), sinr: MBIMCoding.snrDB(coded: e.snr))
+            .validated(for: family)
         return m.isEmpty ? nil : m
     }
 
@@ -248,8 +273,8 @@ public struct MBIMSignalState: Sendable, Equatable {
     public func readings(for rats: AccessTechnologies) -> (serving: SignalMeasurement, nr: SignalMeasurement?) {
         var serving = SignalMeasurement(rssi: MBIMCoding.rssiDBm(coded: rssi))
         let nrBits: MBIMDataClass = [.nr5gNSA, .nr5gSA]
-        let nrEntry = entry(where: { !$0.isDisjoint(with: nrBits) })
-        let lteEntry = entry(where: { $0.contains(.lte) && $0.isDisjoint(with: nrBits) })
+        let nrEntry = entry(.nr, where: { !$0.isDisjoint(with: nrBits) })
+        let lteEntry = entry(.lte, where: { $0.contains(.lte) && $0.isDisjoint(with: nrBits) })
         if rats.isNonStandalone5G {
             if let lteEntry {
                 serving.rsrp = lteEntry.rsrp
@@ -267,7 +292,7 @@ public struct MBIMSignalState: Sendable, Equatable {
 
     /// ModemManager's quality figure (`SignalQuality.percentMBIM`).
     public var qualityPercent: Int? {
-        SignalQuality.percentMBIM(codedRSSI: rssi, rsrpDBm: rsrpSNR.compactMap { MBIMCoding.rsrpDBm(coded: $0.rsrp) })
+        SignalQuality.percentMBIM(codedRSSI: rssi, codedRSRP: rsrpSNR.map(\.rsrp))
     }
 }
 

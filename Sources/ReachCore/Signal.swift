@@ -1,9 +1,9 @@
-// Signal measurements, bars (0-4) and quality percentages.
+// Signal measurements, threshold tables, bars and quality percentages.
 //
-// Bars follow Android's CellSignalStrength* default thresholds (ANCHORS.md §2.2): a level is the number of
-// thresholds the value reaches (value >= threshold[i]); a value outside the valid range is "unknown", which is
-// level 0 (SIGNAL_STRENGTH_NONE_OR_UNKNOWN). Where several measures are given, the minimum level wins, as Android
-// does when a carrier enables RSRQ/RSSNR next to RSRP.
+// Bars: a level is the number of thresholds the value reaches (value >= threshold[i]), as AOSP's
+// CellSignalStrength* classes count them; a value outside the valid range is unknown, level 0
+// (SIGNAL_STRENGTH_NONE_OR_UNKNOWN). Which tables and measures give a modem's bars is the signal policy's choice
+// (SignalPolicy.swift). Quality percentages are ModemManager's figures, a different number from the bars.
 
 /// What a modem reported about its serving cell, in physical units. Absent means the modem did not say.
 public struct SignalMeasurement: Sendable, Equatable, Hashable {
@@ -55,13 +55,16 @@ public struct BarThresholds: Sendable, Equatable {
     // AOSP CellSignalStrengthWcdma (Android 10+): default method RSSI; RSCP method, valid [-120, -24].
     public static let wcdmaRSSI = BarThresholds([-107, -97, -87, -77], valid: -113 ... -51)
     public static let wcdmaRSCP = BarThresholds([-115, -105, -95, -85], valid: -120 ... -24)
-    // AOSP CellSignalStrengthLte built-in defaults: RSRP valid [-140, -44], RSRQ [-34, 3], RSSNR [-20, 30].
+    // AOSP CellSignalStrengthLte built-in tables (sRsrpThresholds, sRsrqThresholds, sRssnrThresholds), which Android
+    // uses only when no carrier config is given; the strict profile's. RSRP gives a level in [-140, -44]
+    // (MIN_LTE_RSRP, MAX_LTE_RSRP), RSRQ [-34, 3], RSSNR [-20, 30].
     public static let lteRSRP = BarThresholds([-115, -105, -95, -85], valid: -140 ... -44)
     public static let lteRSRQ = BarThresholds([-19, -17, -14, -12], valid: -34 ... 3)
     public static let lteRSSNR = BarThresholds([-3, 1, 5, 13], valid: -20 ... 30)
-    // AOSP CellSignalStrengthLte legacy RSSI fallback when no RSRP is known.
+    // AOSP CellSignalStrengthLte.updateLevel: the RSSI levels used when no enabled measure has a level.
     public static let lteRSSI = BarThresholds([-113, -103, -97, -89], valid: -113 ... -51)
-    // AOSP CellSignalStrengthNr: SS-RSRP [-140, -44], SS-RSRQ [-43, 20], SS-SINR [-23, 40].
+    // AOSP CellSignalStrengthNr thresholds (CarrierConfigManager's SSRSRP/SSRSRQ/SSSINR defaults); the strict
+    // profile keeps the Android 12 SS-RSRP range [-140, -44] (Android 14 widened it to [-156, -31]).
     public static let nrRSRP = BarThresholds([-110, -90, -80, -65], valid: -140 ... -44)
     public static let nrRSRQ = BarThresholds([-31, -19, -7, 6], valid: -43 ... 20)
     public static let nrSINR = BarThresholds([-5, 5, 15, 30], valid: -23 ... 40)
@@ -73,57 +76,14 @@ public struct BarThresholds: Sendable, Equatable {
 }
 
 public enum SignalBars {
-    /// Bars for a measurement on a family of radio technologies. Unknown (nothing valid) is 0.
-    /// `bias` (dB) is passed to every threshold table (see `BarThresholds.level(_:bias:)`); 0 gives the plain bars.
-    public static func level(_ family: SignalFamily, _ m: SignalMeasurement, evdo: Bool = false, bias: Double = 0) -> Int {
-        let b = bias
-        switch family {
-        case .gsm:
-            return BarThresholds.gsmRSSI.level(m.rssi, bias: b) ?? 0
-        case .wcdma:
-            // RSSI is Android's default WCDMA method; RSCP is used when the modem gave no RSSI.
-            return BarThresholds.wcdmaRSSI.level(m.rssi, bias: b) ?? BarThresholds.wcdmaRSCP.level(m.rscp, bias: b) ?? 0
-        case .cdma:
-            return (evdo ? BarThresholds.evdoRSSI : BarThresholds.cdmaRSSI).level(m.rssi, bias: b) ?? 0
-        case .lte:
-            guard let rsrp = BarThresholds.lteRSRP.level(m.rsrp, bias: b) else {
-                return BarThresholds.lteRSSI.level(m.rssi, bias: b) ?? 0
-            }
-            return [rsrp, BarThresholds.lteRSRQ.level(m.rsrq, bias: b), BarThresholds.lteRSSNR.level(m.sinr, bias: b)]
-                .compactMap { $0 }.min()!
-        case .nr:
-            guard let rsrp = BarThresholds.nrRSRP.level(m.rsrp, bias: b) else { return 0 }
-            return [rsrp, BarThresholds.nrRSRQ.level(m.rsrq, bias: b), BarThresholds.nrSINR.level(m.sinr, bias: b)]
-                .compactMap { $0 }.min()!
-        }
-    }
-
-    /// Bars for a radio access technology.
-    public static func level(_ rat: RadioAccessTechnology, _ m: SignalMeasurement, bias: Double = 0) -> Int {
-        level(rat.signalFamily, m, evdo: [.evdo0, .evdoA, .evdoB, .eHRPD].contains(rat), bias: bias)
-    }
-
-    /// Bars for a set of technologies in use. `serving` is what the modem measured on its serving cell; `nr` is the
-    /// NR leg that QMI and MBIMEx v2 report separately under 5G NSA (EN-DC).
-    /// - SA (NR only): NR thresholds on `nr`, or on `serving` when that is all there is.
-    /// - NSA (LTE + NR): the NR leg gives the bars when it has a valid SS-RSRP, otherwise the LTE anchor does.
-    /// - Otherwise: the newest technology in the set. An empty set (not registered) has 0 bars.
-    public static func level(
-        _ rats: AccessTechnologies, serving: SignalMeasurement, nr: SignalMeasurement? = nil, bias: Double = 0
-    ) -> Int {
-        if rats.contains(.nr) {
-            if let nr, BarThresholds.nrRSRP.level(nr.rsrp) != nil { return level(.nr, nr, bias: bias) }
-            if !rats.isNonStandalone5G { return level(.nr, nr ?? serving, bias: bias) }
-        }
-        guard let anchor = rats.members.filter({ $0 != .nr }).max() else { return 0 }
-        return level(anchor, serving, bias: bias)
-    }
-
-    /// WiFi bars from RSSI (Android 11+ RssiUtil: -88/-77/-66/-55).
+    /// WiFi bars from RSSI (Android 11+ RssiUtil: -88/-77/-66/-55). Modem bars depend on the signal policy
+    /// (`SignalPolicy.bars`).
     public static func wifi(rssi: Double?, bias: Double = 0) -> Int { BarThresholds.wifiRSSI.level(rssi, bias: bias) ?? 0 }
 }
 
-/// Quality percentages as ModemManager computes them (`src/mm-modem-helpers.h`, `mm-broadband-modem-qmi.c`).
+/// Quality percentages as ModemManager computes them (src/mm-modem-helpers.h, src/mm-broadband-modem-qmi.c and
+/// src/mm-modem-helpers-mbim.c of ModemManager 1.25.95-dev, 9a2d5863): a figure of its own, kept next to the bars
+/// so that `quality_percent` matches `mmcli -m N` (its "signal quality").
 public enum SignalQuality {
     /// MM_RSSI_TO_QUALITY: -113 dBm → 0 %, -51 dBm → 100 %, linear, integer arithmetic.
     public static func percent(rssi: Double) -> Int {
@@ -137,36 +97,68 @@ public enum SignalQuality {
         return 100 - ((c + 60) * 100 / (-110 + 60))
     }
 
-    /// MM's 5G figure: min of RSRP [-140, -44], SNR [-23, 40] and RSRQ [-43, 20], each scaled linearly.
+    /// `qmi_dbm_valid`: CDMA 1x, EV-DO (QmiNasRadioInterface 1, 2) and UMTS (5) strengths count only inside
+    /// (-125, -30) dBm; MM applies no window to the other interfaces (GSM, LTE, TD-SCDMA, 5G NR).
+    public static func qmiDBmValid(_ dBm: Double, radioInterface: Int) -> Bool {
+        switch radioInterface {
+        case 1, 2, 5: return dBm > -125 && dBm < -30
+        default: return true
+        }
+    }
+
+    /// MM's 5G figure (`common_signal_info_get_quality`): the lowest of RSRP in [-140, -44] dBm, SNR in [-23, 40] dB
+    /// and RSRQ in [-43, 20] dB, each scaled linearly with integer arithmetic. A value outside its range is skipped,
+    /// never clamped; SNR is first cut to whole dB toward zero as MM's `0.1 * snr` into a gint16 does.
     public static func percentNR(rsrp: Double?, snr: Double?, rsrq: Double?) -> Int? {
-        func scale(_ v: Double?, _ lo: Double, _ hi: Double) -> Int? {
+        func scale(_ v: Double?, _ lo: Int, _ hi: Int) -> Int? {
             guard let v else { return nil }
-            return Int(((min(max(v, lo), hi) - lo) * 100 / (hi - lo)).rounded(.down))
+            let x = Int(v.rounded(.towardZero))
+            guard x >= lo, x <= hi else { return nil }
+            return (x - lo) * 100 / (hi - lo)
         }
-        let parts = [scale(rsrp, -140, -44), scale(snr, -23, 40), scale(rsrq, -43, 20)].compactMap { $0 }
-        return parts.min()
+        return [scale(rsrp, -140, -44), scale(snr, -23, 40), scale(rsrq, -43, 20)].compactMap { $0 }.min()
     }
 
-    /// QMI (Get Signal Info): the best RSSI over the technologies reported, through MM_RSSI_TO_QUALITY; the 5G figure
-    /// replaces it when it is at least as high. CDMA/EV-DO/UMTS RSSI counts only inside (-125, -30) dBm.
-    public static func percentQMI(rssi: [Double], nr: (rsrp: Double?, snr: Double?, rsrq: Double?)? = nil) -> Int? {
-        let best = rssi.filter { $0 > -125 && $0 < -30 }.max()
-        let rssiPercent = best.map { percent(rssi: $0) }
+    /// QMI Get Signal Info: the best RSSI over the technologies reported (each counted only when negative and, for
+    /// CDMA/EV-DO/UMTS, inside `qmiDBmValid`'s window; the best must lie in (-125, 0)), through MM_RSSI_TO_QUALITY;
+    /// the 5G figure replaces it when it is at least as high.
+    public static func percentQMI(
+        rssi: [(dBm: Double, radioInterface: Int)], nr: (rsrp: Double?, snr: Double?, rsrq: Double?)? = nil
+    ) -> Int? {
+        var best = -125.0
+        for r in rssi where r.dBm < 0 && qmiDBmValid(r.dBm, radioInterface: r.radioInterface) { best = max(best, r.dBm) }
+        let rssiPercent = best < 0 && best > -125 ? percent(rssi: best) : nil
         let nrPercent = nr.flatMap { percentNR(rsrp: $0.rsrp, snr: $0.snr, rsrq: $0.rsrq) }
-        switch (rssiPercent, nrPercent) {
-        case let (r?, n?): return n >= r ? n : r
-        case let (r?, nil): return r
-        case let (nil, n?): return n
-        default: return nil
-        }
+        if let nrPercent, nrPercent >= (rssiPercent ?? -1) { return nrPercent }
+        return rssiPercent
     }
 
-    /// MBIM Signal State: coded RSSI (0-31) as `min(n, 31) * 100 / 31`; when RSSI is unknown (99), the best RSRP of
-    /// the MBIMEx v2 RSRP/SNR entries through MM_RSRP_TO_QUALITY.
-    public static func percentMBIM(codedRSSI: UInt32, rsrpDBm: [Double] = []) -> Int? {
-        if codedRSSI <= 31 { return Int(codedRSSI) * 100 / 31 }
-        if let best = rsrpDBm.max() { return percent(rsrp: best) }
-        return codedRSSI == MBIMCoding.unknownRSSI ? 0 : nil
+    /// QMI Get Signal Strength (`signal_strength_get_quality`): no figure at all when the mandatory strength is not
+    /// valid for its radio interface; otherwise the best of it and the valid strength-list entries, and a figure
+    /// only when that is below 0 dBm (a 0 dBm strength is "no reading", not a perfect signal).
+    public static func percentQMIStrength(
+        main: (dBm: Double, radioInterface: Int), list: [(dBm: Double, radioInterface: Int)]
+    ) -> Int? {
+        guard qmiDBmValid(main.dBm, radioInterface: main.radioInterface) else { return nil }
+        var best = main.dBm
+        for e in list where qmiDBmValid(e.dBm, radioInterface: e.radioInterface) { best = max(best, e.dBm) }
+        return best < 0 ? percent(rssi: best) : nil
+    }
+
+    /// MBIM Signal State (`mm_signal_quality_from_mbim_signal_state`): coded RSSI n (0-31) as `n * 100 / 31`; when
+    /// RSSI is unknown (99), the best RSRP of the MBIMEx 2.0 entries (coded below 127, as -157 + n dBm) through
+    /// MM_RSRP_TO_QUALITY.
+    ///
+    /// Departures from ModemManager, both for the rule that a value outside its range is unavailable, never a
+    /// reading: MM clamps a coded RSSI of 32-98 (outside the coding) to 31 and reports 100 %; here it gives no
+    /// figure. MM reports 0 % for RSSI 99 without a usable RSRP entry; here there is no figure (unknown is not
+    /// "no signal").
+    public static func percentMBIM(codedRSSI: UInt32, codedRSRP: [UInt32] = []) -> Int? {
+        if codedRSSI == MBIMCoding.unknownRSSI {
+            guard let best = codedRSRP.filter({ $0 < 127 }).max() else { return nil }
+            return percent(rsrp: Double(-157 + Int(best)))
+        }
+        return codedRSSI <= 31 ? Int(codedRSSI) * 100 / 31 : nil
     }
 
     /// WiFi quality as iwinfo computes it (clamp(dBm, -110, -40) + 110 of 70), scaled to percent as LuCI does.
@@ -176,25 +168,30 @@ public enum SignalQuality {
     }
 }
 
-/// Coded values of the MBIM specification and Microsoft's MBIM extensions.
+/// Coded values of the MBIM specification and Microsoft's MBIM extensions. Each coded value stands for an interval
+/// of the measure; the decoded value is the interval's lower bound, as libmbim's mbimcli prints them
+/// (src/mbimcli/mbimcli-basic-connect.c @ 2f6c6add).
 public enum MBIMCoding {
     public static let unknownRSSI: UInt32 = 99
 
     /// MBIM 1.0 §10.5.10 (Signal State) RSSI: 0 = -113 dBm or less, n = -113 + 2n, 31 = -51 dBm or greater,
-    /// 99 = unknown. (ModemManager's `mm_signal_rssi_from_coded_value` uses `n - 113`; the spec is `-113 + 2n`.)
+    /// 99 = unknown; 32-98 are not in the coding and are unavailable. (ModemManager's `mm_signal_rssi_from_coded_value`
+    /// uses `n - 113`; the specification, Microsoft's WWAN_SIGNAL_STATE table and MM's own ATDS path use `-113 + 2n`.)
     public static func rssiDBm(coded n: UInt32) -> Double? {
         n <= 31 ? Double(-113 + 2 * Int(n)) : nil
     }
 
-    /// MBIMEx 2.0 RSRP (WWAN_SIGNAL_STATE_EXT): reported value n (1...126) covers [-157 + n, -156 + n) dBm, so the
-    /// range is -156 ... -31 dBm; 0 means below -156 dBm. Anything larger (0xFFFFFFFF) is unknown.
+    /// MBIMEx 2.0 RSRP (WWAN_SIGNAL_STATE_EXT, the TS 38.133 SS-RSRP report mapping): n (1...125) covers
+    /// [-157 + n, -156 + n) dBm, 0 is below -156 dBm, 126 is -31 dBm or more; 127 and above are unknown.
     public static func rsrpDBm(coded n: UInt32) -> Double? {
         n <= 126 ? Double(-157 + Int(n)) : nil
     }
 
-    /// MBIMEx 2.0 SNR: n (0...126) is -23 + n/2 dB, so -23 ... 40 dB; larger values are unknown.
+    /// MBIMEx 2.0 SNR (the TS 38.133 SS-SINR report mapping, 0.5 dB steps): n (1...126) covers
+    /// [-23.5 + n/2, -23 + n/2) dB, 0 is below -23 dB, 127 is 40 dB or more; 128 and above are unknown.
+    /// (ModemManager's `mm_signal_snr_from_coded_value` returns the upper bound, n/2 - 23.)
     public static func snrDB(coded n: UInt32) -> Double? {
-        n <= 126 ? -23 + Double(n) / 2 : nil
+        n <= 127 ? -23.5 + Double(n) / 2 : nil
     }
 
     /// MBIM error-rate code (0-7) → lower bound of the bit error rate in percent; 99 = unknown.

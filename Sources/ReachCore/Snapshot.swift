@@ -111,11 +111,6 @@ public struct ModemState: Sendable, Equatable {
     public var generation: Generation { registration.isRegistered ? accessTechnologies.generation : .none }
     public var roaming: Bool { registration == .roaming }
 
-    public var bars: Int {
-        guard registration.isRegistered else { return 0 }
-        return SignalBars.level(accessTechnologies, serving: signal, nr: nrSignal)
-    }
-
     /// "nsa" or "sa" when on 5G, else nil.
     public var nrMode: String? {
         guard generation == .g5 else { return nil }
@@ -159,8 +154,11 @@ public struct Snapshot: Sendable, Equatable {
     public var supportsIPv6: Bool?
     /// Set when the route itself could not be determined (netlink failure); the status is then unknown.
     public var error: String?
+    /// How the modems' bars are computed: the one policy the configuration chose, carried with the snapshot to
+    /// every place that shows bars (JSON, text, change detection, diag, Prometheus).
+    public var signalPolicy: SignalPolicy
 
-    public init(time: Timestamp, target: Target) {
+    public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
         self.target = target
         self.resolvedAddresses = []
@@ -172,6 +170,7 @@ public struct Snapshot: Sendable, Equatable {
         self.wifi = []
         self.wwanSource = .ok
         self.wifiSource = .ok
+        self.signalPolicy = signalPolicy
     }
 
     /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
@@ -224,7 +223,7 @@ extension Snapshot {
             ("flags", .array(flags.names.map(JSON.string))),
             ("flags_raw", .int(Int64(flags.rawValue))),
             ("route", route.map { $0.json } ?? .null),
-            ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers) })),
+            ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers, signalPolicy: signalPolicy) })),
             ("wifi", .array(wifi.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
@@ -285,7 +284,9 @@ extension SourceHealth {
 }
 
 extension ModemState {
-    public func json(showIdentifiers: Bool = false) -> JSON {
+    /// `bars` under `signalPolicy`, and `bars_profile` naming it (`bars_overrides`: the thresholds the configuration
+    /// replaced, when any).
+    public func json(showIdentifiers: Bool = false, signalPolicy: SignalPolicy) -> JSON {
         var signalJSON = signal.json
         if let nrSignal, case var .object(m) = signalJSON {
             m.append(("nr", nrSignal.json))
@@ -308,13 +309,17 @@ extension ModemState {
                 ])
             ),
             ("signal", signalJSON),
-            ("bars", .int(bars)),
+            ("bars", .int(bars(signalPolicy))),
+            ("bars_profile", .string(signalPolicy.name)),
             ("quality_percent", .optional(qualityPercent)),
             ("sim", .string(sim.rawValue)),
             ("packet_service", .optional(packetService?.rawValue)),
             ("reject_cause", .optional(rejectCause)),
             ("error", .optional(error)),
         ]
+        if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {
+            members.insert(("bars_overrides", .array(signalPolicy.overridden.map(JSON.string))), at: i + 1)
+        }
         if showIdentifiers {
             members.append(
                 (

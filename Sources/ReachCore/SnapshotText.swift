@@ -59,7 +59,7 @@ public enum SnapshotText {
         if case .host = s.target, !s.resolvedAddresses.isEmpty {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
         }
-        for m in s.wwan { lines.append("  " + modemLine(m)) }
+        for m in s.wwan { lines.append("  " + modemLine(m, signalPolicy: s.signalPolicy)) }
         if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
             lines.append("  WWAN unavailable: \(reason)")
         }
@@ -70,7 +70,8 @@ public enum SnapshotText {
         return lines.joined(separator: "\n")
     }
 
-    public static func modemLine(_ m: ModemState) -> String {
+    /// One modem; the bars are `signalPolicy`'s, named after them unless they are the default profile's.
+    public static func modemLine(_ m: ModemState, signalPolicy: SignalPolicy) -> String {
         var parts = ["WWAN \(m.device) \(m.protocol.rawValue)"]
         if let i = m.interface { parts.append(i) }
         if !m.present {
@@ -80,7 +81,12 @@ public enum SnapshotText {
             if let mode = m.nrMode { gen += " " + mode.uppercased() }
             parts.append(gen)
             if !m.accessTechnologies.isEmpty { parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + ")") }
-            parts.append("\(barGlyphs(m.bars)) \(m.bars)/4")
+            let bars = m.bars(signalPolicy)
+            var barText = "\(barGlyphs(bars)) \(bars)/4"
+            if signalPolicy != .android {
+                barText += " (\(signalPolicy.name)\(signalPolicy.overridden.isEmpty ? "" : ", custom thresholds"))"
+            }
+            parts.append(barText)
             parts.append(m.registration.rawValue)
             if let name = m.operatorName ?? m.plmn?.description {
                 parts.append(name + (m.operatorName != nil && m.plmn != nil ? " (\(m.plmn!.mcc)/\(m.plmn!.mnc))" : ""))

@@ -64,7 +64,8 @@ actor ModemChannel {
         switch p {
         case .qmi:
             let s = try await QMISession.open(
-                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy, logger: logger)
+                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy, logger: logger,
+                signalThresholds: QMISignalThresholds(options.signalPolicy))
             return ModemChannel(spec: spec, protocol: p, session: .qmi(s), logger: logger, quirks: quirks)
         case .mbim:
             let s = try await MBIMSession.open(

@@ -3,7 +3,7 @@
 //
 //     let monitor = ModemMonitor(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi))
 //     for await update in monitor.updates() {
-//         print(update.cause, update.state.generation, update.state.bars)
+//         print(update.cause, update.state.generation, update.state.bars(.android))
 //     }
 //
 // A port that vanishes (HUP/EOF/EIO, USB unplug) yields `present: false` (cause `.portLost`) and is reopened with

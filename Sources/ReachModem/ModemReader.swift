@@ -19,11 +19,14 @@ public struct ModemReadOptions: Sendable {
     public var hardwareDatabasePath: String?
     /// Where adapter and GLib debug records go. Default: nowhere.
     public var logger: Logger
+    /// The bar boundaries a monitored QMI modem is asked to announce signal changes at (Config Signal Info).
+    public var signalPolicy: SignalPolicy
 
     public init(
         requestTimeout: Duration = .seconds(5), readTimeout: Duration? = nil, viaProxy: Bool = false,
         sysfsRoot: String = "/sys", hardwareDatabasePath: String? = nil,
-        logger: Logger = Logger(label: "gatewayreach.modem", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "gatewayreach.modem", factory: { _ in SwiftLogNoOpLogHandler() }),
+        signalPolicy: SignalPolicy = .android
     ) {
         self.requestTimeout = requestTimeout
         self.readTimeout = readTimeout ?? requestTimeout * 3
@@ -31,6 +34,7 @@ public struct ModemReadOptions: Sendable {
         self.sysfsRoot = sysfsRoot
         self.hardwareDatabasePath = hardwareDatabasePath
         self.logger = logger
+        self.signalPolicy = signalPolicy
     }
 }
 

@@ -63,6 +63,8 @@ final class QMISession: @unchecked Sendable {
     let path: String
     let timeout: Duration
     let logger: Logger
+    /// Where Config Signal Info asks the modem to announce signal changes: the signal policy's bar boundaries.
+    let signalThresholds: QMISignalThresholds
     private let loop = GLibLoop.shared
     private let calls = GLibCallGroup()
     private let device: GPtr<QmiDevice>
@@ -79,10 +81,13 @@ final class QMISession: @unchecked Sendable {
     private(set) var hasSystemInfo = true
     private(set) var hasSignalInfo = true
 
-    private init(path: String, timeout: Duration, logger: Logger, device: GPtr<QmiDevice>) {
+    private init(
+        path: String, timeout: Duration, logger: Logger, signalThresholds: QMISignalThresholds, device: GPtr<QmiDevice>
+    ) {
         self.path = path
         self.timeout = timeout
         self.logger = logger
+        self.signalThresholds = signalThresholds
         self.device = device
     }
 
@@ -90,7 +95,9 @@ final class QMISession: @unchecked Sendable {
 
     /// Creates the QmiDevice, opens the port and allocates the NAS client (and DMS and UIM when the modem has them).
     /// `proxy`: go through qmi-proxy (as ModemManager does) instead of opening the port exclusively.
-    static func open(path: String, timeout: Duration, proxy: Bool, logger: Logger) async throws -> QMISession {
+    static func open(
+        path: String, timeout: Duration, proxy: Bool, logger: Logger, signalThresholds: QMISignalThresholds
+    ) async throws -> QMISession {
         let loop = GLibLoop.shared
         let device: GPtr<QmiDevice> = try await loop.call(
             "qmi_device_new", timeout: timeout,
@@ -112,7 +119,8 @@ final class QMISession: @unchecked Sendable {
                 return GPtr(CGLibShims_QMI_DEVICE(source))
             },
             discard: { g_object_unref($0.p) })
-        let session = QMISession(path: path, timeout: timeout, logger: logger, device: device)
+        let session = QMISession(
+            path: path, timeout: timeout, logger: logger, signalThresholds: signalThresholds, device: device)
         do {
             // Explicit QMI mode: no AUTO flag (it needs the sysfs transport), no NET_* flags (they write sysfs).
             let flags = proxy ? QMI_DEVICE_OPEN_FLAGS_PROXY : QMI_DEVICE_OPEN_FLAGS_NONE
@@ -647,6 +655,7 @@ final class QMISession: @unchecked Sendable {
 
     private func configSignalInfo() async throws {
         let nas = try await requireNAS()
+        let thresholds = signalThresholds
         try await request(
             "qmi_client_nas_config_signal_info",
             start: { c in
@@ -656,13 +665,19 @@ final class QMISession: @unchecked Sendable {
                     values.withUnsafeBufferPointer { _ = g_array_append_vals(a, $0.baseAddress, guint(values.count)) }
                     return a
                 }
-                let rssi = array(QMISignalThresholds.rssi), rsrp = array(QMISignalThresholds.rsrp)
-                let rsrq = array(QMISignalThresholds.rsrq), snr = array(QMISignalThresholds.lteSNR)
-                qmi_message_nas_config_signal_info_input_set_rssi_threshold(input, rssi, nil)
-                qmi_message_nas_config_signal_info_input_set_rsrp_threshold(input, rsrp, nil)
-                qmi_message_nas_config_signal_info_input_set_rsrq_threshold(input, rsrq, nil)
-                qmi_message_nas_config_signal_info_input_set_lte_snr_threshold(input, snr, nil)
-                for a in [rssi, rsrp, rsrq, snr] { g_array_unref(a) }
+                // A measure the policy does not use gets no threshold list: the modem need not report on it.
+                var arrays: [UnsafeMutablePointer<GArray>] = []
+                func add<T>(_ values: [T], _ set: (UnsafeMutablePointer<GArray>) -> gboolean) {
+                    guard !values.isEmpty else { return }
+                    let a = array(values)
+                    _ = set(a)
+                    arrays.append(a)
+                }
+                add(thresholds.rssi) { qmi_message_nas_config_signal_info_input_set_rssi_threshold(input, $0, nil) }
+                add(thresholds.rsrp) { qmi_message_nas_config_signal_info_input_set_rsrp_threshold(input, $0, nil) }
+                add(thresholds.rsrq) { qmi_message_nas_config_signal_info_input_set_rsrq_threshold(input, $0, nil) }
+                add(thresholds.lteSNR) { qmi_message_nas_config_signal_info_input_set_lte_snr_threshold(input, $0, nil) }
+                for a in arrays { g_array_unref(a) }
                 qmi_client_nas_config_signal_info(nas.p, input, c.timeoutSeconds, c.cancellable, c.callback, c.userData)
                 qmi_message_nas_config_signal_info_input_unref(input)
             },

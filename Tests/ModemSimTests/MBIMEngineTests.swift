@@ -150,7 +150,7 @@ typealias BC = MBIMServices.BasicConnect
         let rsrp = try l.u32()
         let snr = try l.u32()
         #expect(MBIMCoding.rsrpDBm(coded: rsrp) == -101 && MBIMCoding.snrDB(coded: snr) == 6)
-        #expect(SignalQuality.percentMBIM(codedRSSI: 99, rsrpDBm: [-101]) == SignalQuality.percent(rsrp: -101))
+        #expect(SignalQuality.percentMBIM(codedRSSI: 99, codedRSRP: [rsrp]) == SignalQuality.percent(rsrp: -101))
         // MBIM 1.0 RSSI coding: -67 dBm → 23 (and back: -113 + 2·23 = -67).
         var lte = try MBIMHarness(scenarioFile: "mbim-4g-lte")
         try lte.open()

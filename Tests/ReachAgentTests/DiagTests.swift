@@ -45,7 +45,7 @@ import Testing
         ("no SIM", modem(sim: .absent), "modem[/dev/cdc-wdm0].sim", .fail, .degraded),
         ("registration denied", modem(registration: .denied), "modem[/dev/cdc-wdm0].registration", .fail, .degraded),
         ("roaming", modem(registration: .roaming), "modem[/dev/cdc-wdm0].registration", .warn, .degraded),
-        ("one bar", modem(rsrp: -112), "modem[/dev/cdc-wdm0].radio", .warn, .degraded),
+        ("one bar", modem(rsrp: -120), "modem[/dev/cdc-wdm0].radio", .warn, .degraded),  // ≥ -128, < -118 (android)
         ("not attached", modem(attached: .detached), "modem[/dev/cdc-wdm0].data", .fail, .degraded),
         ("modem times out", modem(error: "NAS Get System Info: timed out after 5 s"), "modem[/dev/cdc-wdm0].present", .fail, .degraded),
     ])

@@ -21,9 +21,13 @@ import Testing
         // the agent then reported "2g, 0 bars" (no GSM signal yet), LTE came back at 2 bars through the hysteresis
         // instead of 3, and every later step was off.
         let holdDown = 1.0
+        // The strict profile (the minimum of RSRP/RSRQ/SNR on CellSignalStrengthLte's built-in tables): the
+        // configuration's choice reaches the agent's snapshots, its change detection and hysteresis, and the QMI
+        // indication thresholds (-95 dBm is a boundary only in this profile).
         let config = """
             {"report":{"path":"\(dir)/reach.jsonl","interval_seconds":3600},
              "changes":{"hold_down_seconds":\(holdDown),"bar_hysteresis_db":3},
+             "signal":{"profile":"strict"},
              "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600},
              "wifi":{"enabled":false}}
             """
@@ -33,6 +37,7 @@ import Testing
         let modem = try #require(start["wwan"]?.arrayValue?.first)
         #expect(modem["generation"] == .string("4g"), "\(start.serialized())")
         #expect(modem["bars"] == .int(3))
+        #expect(modem["bars_profile"] == .string("strict"))
         #expect(start["wwan_status"] == .string("4g"))
         #expect(modem["identifiers"] == nil)  // never written by the agent
 

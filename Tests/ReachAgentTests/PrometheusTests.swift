@@ -39,11 +39,22 @@ func makeTempDir(_ prefix: String) throws -> String {
         #expect(text.contains("reach_reachable{target=\"default\"} 1\n"))
         #expect(text.contains("reach_status{target=\"default\",status=\"wwan\"} 1\n"))
         #expect(text.contains("reach_wwan_generation{target=\"default\"} 5\n"))
-        #expect(text.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2\n"))
+        // android: under NSA the LTE anchor gives the bars, RSRP -97 ≥ -98 → 4 (strict would take the NR leg: 2).
+        #expect(text.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 4\n"))
+        #expect(text.contains("reach_modem_bars_profile{profile=\"android\",custom_thresholds=\"false\"} 1\n"))
         #expect(text.contains("reach_modem_signal_dbm{device=\"/dev/cdc-wdm0\",interface=\"wwan0\",measure=\"rsrp\"} -97\n"))
         #expect(text.contains("reach_wifi_signal_dbm{interface=\"wlan\\\"1\"} -61\n"))
         #expect(text.contains("reach_report_dropped_lines_total 3\n"))
         #expect(text.contains("reach_last_change_timestamp_seconds{target=\"default\"} 1795305000\n"))
+    }
+
+    /// The snapshot's policy gives the gauge: strict reads the NR leg under NSA (SS-RSRP -85 → 2).
+    @Test func barsFollowTheSnapshotPolicy() throws {
+        var input = Self.sample()
+        input.targets[0].snapshot.signalPolicy = .strict
+        let text = PrometheusText.render(input)
+        #expect(text.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2\n"))
+        #expect(text.contains("reach_modem_bars_profile{profile=\"strict\",custom_thresholds=\"false\"} 1\n"))
     }
 
     /// Debian's node_exporter, its textfile collector only, on a free loopback port, scraped with curl.
@@ -78,7 +89,8 @@ func makeTempDir(_ prefix: String) throws -> String {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(body.contains("reach_reachable{target=\"default\"} 1"))
-        #expect(body.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 2"))
+        #expect(body.contains("reach_modem_bars{device=\"/dev/cdc-wdm0\",interface=\"wwan0\"} 4"))
+        #expect(body.contains("reach_modem_bars_profile{custom_thresholds=\"false\",profile=\"android\"} 1"))
         #expect(body.contains("reach_report_dropped_lines_total 3"))
         // node_exporter says whether it could parse our file: no scrape error.
         #expect(body.contains("node_textfile_scrape_error 0"))

@@ -147,9 +147,10 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
     @Test func noiseBelowHysteresisGivesNoEventAndACrossingGivesOne() {
         var d = ChangeDetector(policy: ChangePolicy(holdDown: .zero, barHysteresisDB: 3))
         let route = Gateway.route("wwan0", kind: .wwan, gateway: nil)
-        // LTE RSRP boundary between 2 and 3 bars is -95 dBm (AOSP CellSignalStrengthLte).
+        // The snapshot's default (android) profile: the LTE RSRP boundary between 2 and 3 bars is -108 dBm
+        // (CarrierConfigManager KEY_LTE_RSRP_THRESHOLDS_INT_ARRAY); with 3 dB hysteresis down at -112, up at -104.
         var events: [ChangeEvent] = []
-        for (i, rsrp) in [-94.0, -96, -95, -97, -94, -96, -99, -95, -91].enumerated() {
+        for (i, rsrp) in [-107.0, -109, -108, -110, -107, -109, -112, -108, -104].enumerated() {
             if let e = d.observe(Gateway.snapshot(route: route, modem: Gateway.modem(rsrp: rsrp)), at: at(i)) {
                 events.append(e)
             }
@@ -179,7 +180,7 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
         _ = d.observe(gone, at: at(1))
         let eResult = d.tick(at: at(3))
         let e = try #require(eResult)
-        #expect(e.bars.contains(BarChange(link: LinkKey(.wwan, "/dev/cdc-wdm0"), from: 3, to: nil)))
+        #expect(e.bars.contains(BarChange(link: LinkKey(.wwan, "/dev/cdc-wdm0"), from: 4, to: nil)))  // RSRP -90 ≥ -98
         #expect(d.view?.bars.isEmpty == true)
     }
 
@@ -197,7 +198,9 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
         #expect(w.bars(bias: 0) == w.bars)
         for rsrp in stride(from: -130.0, through: -60, by: 5) {
             let m = Gateway.modem(rsrp: rsrp)
-            #expect(m.bars(bias: 0) == m.bars)
+            for policy in [SignalPolicy.android, .strict] {
+                #expect(m.bars(policy, bias: 0) == m.bars(policy))
+            }
         }
     }
 
@@ -237,9 +240,9 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
     @Test func heldDowngradeNamesItsTransition() throws {
         var d = ChangeDetector(policy: ChangePolicy(holdDown: .seconds(1), barHysteresisDB: 3))
         let route = Gateway.route("wwan0", kind: .wwan, gateway: nil)
-        _ = d.observe(Gateway.snapshot(route: route, modem: Gateway.modem([.lte], rsrp: -95)), at: at(0))
+        _ = d.observe(Gateway.snapshot(route: route, modem: Gateway.modem([.lte], rsrp: -105)), at: at(0))
         var edge = Gateway.modem([.edge])
-        edge.signal = SignalMeasurement(rssi: -65)  // GSM thresholds: 4 bars, better than LTE's 3
+        edge.signal = SignalMeasurement(rssi: -65)  // GSM thresholds: 4 bars, better than LTE's 3 (-105 ≥ -108)
         let first = d.observe(Gateway.snapshot(route: route, modem: edge), at: at(1))
         #expect(first?.changed == [.bars])
         #expect(d.held == [.wwanStatus])

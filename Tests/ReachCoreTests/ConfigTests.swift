@@ -15,6 +15,7 @@ import Testing
         let text = """
             {"schema":1,"report":{"path":"/tmp/r.jsonl","interval_seconds":5,"rotate_bytes":65536,"rotate_keep":2},
              "changes":{"hold_down_seconds":2.5,"bar_hysteresis_db":4},
+             "signal":{"profile":"strict","thresholds":{"lte":{"rsrp":[-120,-110,-100,-90]},"wcdma":{"rscp":[-116,-106,-96,-86]}}},
              "targets":[{"kind":"default"},{"kind":"address","value":"2001:db8::1"},{"kind":"host","value":"example.net"},
                         {"kind":"link_local"}],
              "modems":{"enabled":true,"ports":[{"path":"/dev/cdc-wdm0","protocol":"mbim","interface":"wwan0"}],
@@ -33,6 +34,9 @@ import Testing
         #expect(c.interfaceKinds == ["ppp0": .wwan])
         #expect(c.probe == AgentConfig.Probe(kind: .tcp, host: "192.0.2.10", port: 443, timeoutSeconds: 1.5))
         #expect(c.logLevel == .debug)
+        #expect(c.signal.profile == .strict)
+        #expect(c.signalPolicy.overridden == ["wcdma.rscp", "lte.rsrp"])
+        #expect(c.signalPolicy.level(BarFamily.lte, SignalMeasurement(rsrp: -110)) == 2)
         // The written form parses back to the same config.
         #expect(try AgentConfig.parse(c.json.prettySerialized()) == c)
     }
@@ -64,6 +68,24 @@ import Testing
         (#"{"log_level":"verbose"}"#, "log_level", "expected one of trace"),
         (#"{"schema":2}"#, "schema", "expected 1"),
         (#"{"colour":"blue"}"#, "colour", "unknown key"),
+        (#"{"signal":{"profile":"ios"}}"#, "signal.profile", "expected one of android, strict"),
+        (#"{"signal":{"profil":"strict"}}"#, "signal.profil", "unknown key"),
+        (#"{"signal":{"thresholds":{"lte":{"rsrp":[-128,-118,-108]}}}}"#, "signal.thresholds.lte.rsrp",
+         "expected four ascending numbers"),
+        (#"{"signal":{"thresholds":{"lte":{"rsrp":[-98,-108,-118,-128]}}}}"#, "signal.thresholds.lte.rsrp",
+         "expected four ascending numbers"),
+        (#"{"signal":{"thresholds":{"lte":{"rsrp":[-128,-118,"x",-98]}}}}"#, "signal.thresholds.lte.rsrp",
+         "expected four ascending numbers"),
+        (#"{"signal":{"thresholds":{"lte":{"rsrp":"-128"}}}}"#, "signal.thresholds.lte.rsrp", "found \"-128\""),
+        (#"{"signal":{"thresholds":{"lte":{"rsrp":[-150,-118,-108,-98]}}}}"#, "signal.thresholds.lte.rsrp",
+         "expected values from -140 to -44 dBm"),
+        (#"{"signal":{"thresholds":{"lte":{"rsrq":[-20,-17,-14,-11]}}}}"#, "signal.thresholds.lte.rsrq",
+         "not a measure the android profile uses for lte (expected one of: rsrp, rssi)"),
+        (#"{"signal":{"profile":"strict","thresholds":{"nr":{"rscp":[-1,-2,-3,-4]}}}}"#, "signal.thresholds.nr.rscp",
+         "not a measure the strict profile uses for nr (expected one of: rsrp, rsrq, sinr)"),
+        (#"{"signal":{"thresholds":{"umts":{"rssi":[-107,-97,-87,-77]}}}}"#, "signal.thresholds.umts",
+         "unknown radio family (expected one of: gsm, wcdma, cdma, evdo, lte, nr)"),
+        (#"{"signal":{"thresholds":{"gsm":[-107,-103,-97,-89]}}}"#, "signal.thresholds.gsm", "expected an object of measures"),
     ])
     func badValueNamesItsKey(text: String, key: String, message: String) {
         do {
@@ -73,6 +95,16 @@ import Testing
             #expect(error.problems.contains { $0.key == key }, "\(error)")
             #expect(error.problems.first { $0.key == key }?.message.contains(message) == true, "\(error)")
         }
+    }
+
+    /// `--check-config` prints every threshold of the profile; reading that back replaces nothing.
+    @Test func printedSignalThresholdsAreNoOverride() throws {
+        let c = try AgentConfig.parse(AgentConfig().json.serialized())
+        #expect(c.signal.thresholds.isEmpty)
+        #expect(c.signalPolicy == .android)
+        let lte = AgentConfig().json["signal"]?["thresholds"]?["lte"]
+        #expect(lte?["rsrp"] == .array([-128, -118, -108, -98].map { JSON.double($0) }))
+        #expect(lte?["rssi"] == .array([-113, -103, -97, -89].map { JSON.double($0) }))
     }
 
     @Test func syntaxErrorGivesLineAndColumn() {

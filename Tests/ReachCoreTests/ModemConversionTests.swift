@@ -37,18 +37,6 @@ import Testing
         #expect(AccessTechnologies(mbimDataClassV3: raw, subclass: subclass).names == names)
     }
 
-    @Test func customDataClassStrings() {
-        var a = AccessTechnologies([.lte])
-        a.formUnion(mbimCustomDataClass: "5G")  // Quectel RM502Q / Telit FN990 report "5G" next to LTE → NSA
-        #expect(a.isNonStandalone5G)
-        var b = AccessTechnologies.none
-        b.formUnion(mbimCustomDataClass: "5GSA")
-        #expect(b.names == ["5gnr"])
-        var c = AccessTechnologies.none
-        c.formUnion(mbimCustomDataClass: "HSPA+")
-        #expect(c.names == ["hspa-plus"])
-    }
-
     @Test func mbimEffectiveTechnologyFollowsModemManager() {
         let reg = AccessTechnologies([.umts, .hsdpa])
         #expect(AccessTechnologies.mbimEffective(packetService: .attached, packetDataClass: [.lte], registerAvailable: reg) == [.lte])

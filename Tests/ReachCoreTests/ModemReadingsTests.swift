@@ -2,7 +2,7 @@ import Testing
 @testable import ReachCore
 
 /// QMI/MBIM readings → ModemState. Units per libqmi's data/qmi-service-nas.json (1.32.2) and the MBIM 1.0 /
-/// MBIMEx 2.0 tables; how the pieces combine per ModemManager (ANCHORS.md §1.2-1.4).
+/// MBIMEx 2.0 tables; how the pieces combine per ModemManager (mm-broadband-modem-qmi.c, mm-modem-helpers-qmi.c).
 @Suite struct QMISignalReadingsTests {
     /// A Quectel EC25-style LTE reply (TLV 0x14): RSSI -65, RSRQ -10, RSRP -95, SNR 125 (12.5 dB).
     static let lte: QMISignalInfo = {
@@ -15,7 +15,8 @@ import Testing
         let r = Self.lte.readings(for: [.lte])
         #expect(r.serving == SignalMeasurement(rssi: -65, rsrp: -95, rsrq: -10, sinr: 12.5))
         #expect(r.nr == nil)
-        #expect(SignalBars.level([.lte], serving: r.serving, nr: r.nr) == 3)
+        #expect(SignalPolicy.android.bars([.lte], serving: r.serving, nr: r.nr) == 4)  // RSRP -95 ≥ -98
+        #expect(SignalPolicy.strict.bars([.lte], serving: r.serving, nr: r.nr) == 3)  // min(RSRP 3, RSRQ 4, SNR 3)
         #expect(Self.lte.qualityPercent == 78)  // MM_RSSI_TO_QUALITY(-65), integer arithmetic
     }
 
@@ -26,8 +27,10 @@ import Testing
         let r = s.readings(for: [.lte, .nr])
         #expect(r.serving.rsrp == -95)
         #expect(r.nr == SignalMeasurement(rsrp: -88, rsrq: -11, sinr: 18))
-        // NR leg with a valid SS-RSRP gives the bars: -88 → 2 (≥ -90), RSRQ -11 → 2, SINR 18 → 3.
-        #expect(SignalBars.level([.lte, .nr], serving: r.serving, nr: r.nr) == 2)
+        // strict: the NR leg with a valid SS-RSRP gives the bars: -88 → 2 (≥ -90), RSRQ -11 → 2, SINR 18 → 3.
+        #expect(SignalPolicy.strict.bars([.lte, .nr], serving: r.serving, nr: r.nr) == 2)
+        // android: the LTE anchor is primary: RSRP -95 ≥ -98 → 4.
+        #expect(SignalPolicy.android.bars([.lte, .nr], serving: r.serving, nr: r.nr) == 4)
     }
 
     @Test func saUsesNRAsServing() {
@@ -36,7 +39,8 @@ import Testing
         let r = s.readings(for: [.nr])
         #expect(r.serving == SignalMeasurement(rsrp: -75, sinr: 22))
         #expect(r.nr == nil)
-        #expect(SignalBars.level([.nr], serving: r.serving) == 3)
+        #expect(SignalPolicy.android.bars([.nr], serving: r.serving) == 3)  // SS-RSRP -75 ≥ -80
+        #expect(SignalPolicy.strict.bars([.nr], serving: r.serving) == 3)
     }
 
     @Test func notMeasuredNRFieldsAreDropped() {
@@ -68,7 +72,7 @@ import Testing
             ecioList: [.init(17, radioInterface: 5)])
         let serving = s.serving(for: [.umts])
         #expect(serving == SignalMeasurement(rssi: -101, ecio: -8.5))
-        #expect(SignalBars.level([.umts], serving: serving) == 1)
+        #expect(SignalPolicy.android.bars([.umts], serving: serving) == 1)  // RSSI -101 ≥ -107
         #expect(s.qualityPercent == 20)  // MM_RSSI_TO_QUALITY(-101)
         #expect(s.serving(for: .none) == serving)  // not registered: the current radio interface's
     }
@@ -80,10 +84,20 @@ import Testing
     }
 
     @Test func thresholdsAreTheBarBoundaries() {
-        #expect(QMISignalThresholds.rssi == [-113, -107, -103, -97, -89, -87, -77])
-        #expect(QMISignalThresholds.rsrp == [-115, -110, -105, -95, -90, -85, -80, -65])
-        #expect(QMISignalThresholds.rsrq == [-19, -17, -14, -12])
-        #expect(QMISignalThresholds.lteSNR == [-30, 10, 50, 130])
+        // android: GSM, WCDMA and LTE-fallback RSSI; LTE RSRP -128/-118/-108/-98 and NR SS-RSRP; no RSRQ or SNR.
+        let android = QMISignalThresholds(.android)
+        #expect(android.rssi == [-113, -107, -103, -97, -89, -87, -77])
+        #expect(android.rsrp == [-128, -118, -110, -108, -98, -90, -80, -65])
+        #expect(android.rsrq.isEmpty && android.lteSNR.isEmpty)
+        let strict = QMISignalThresholds(.strict)
+        #expect(strict.rssi == [-113, -107, -103, -97, -89, -87, -77])
+        #expect(strict.rsrp == [-115, -110, -105, -95, -90, -85, -80, -65])
+        #expect(strict.rsrq == [-19, -17, -14, -12])
+        #expect(strict.lteSNR == [-30, 10, 50, 130])
+        // A replaced threshold moves the indication boundary with it.
+        var custom = SignalPolicy.android
+        try? custom.override(.lte, .rsrp, thresholds: [-125, -115, -105, -95])
+        #expect(QMISignalThresholds(custom).rsrp == [-125, -115, -110, -105, -95, -90, -80, -65])
     }
 }
 
@@ -208,8 +222,10 @@ import Testing
         #expect(state.nrMode == nrMode)
     }
 
-    /// ModemManager's custom data classes: Telit FN990 "5G/TDS", Quectel RM502Q "5GSA/TDS", Foxconn T99W175 "5G"
-    /// (with 5G_NSA already in the caps under MBIMEx 2.0), Huawei EM820W "HSPA+".
+    /// ModemManager's custom data classes (mm-modem-helpers-mbim.c `custom_data_classes`, found with strstr as MM
+    /// does): Telit FN990 / Gosuncn GM800 "5G/TDS", Quectel RM502Q "5GSA/TDS", Foxconn T99W175 "5G" (with 5G_NSA
+    /// already in the caps under MBIMEx 2.0), Huawei EM820W "HSPA+". This is the only custom-class rule: the exact-
+    /// match twin `AccessTechnologies.formUnion(mbimCustomDataClass:)`, which called "5G/TDS" nothing, is gone.
     @Test(arguments: [
         ("5G/TDS", 0x8000_003C as UInt32, 0x40 as UInt32),
         ("5GSA/TDS", 0x8000_003C, 0x80),
@@ -234,9 +250,10 @@ import Testing
     }
 
     @Test func signalStateV2SplitsLTEAndNR() {
-        // Coded RSSI 25 = -63 dBm; LTE RSRP 65 = -92 dBm, SNR 74 = 14 dB; 5G-NSA RSRP 69 = -88 dBm, SNR 82 = 18 dB.
+        // Coded RSSI 25 = -63 dBm; LTE RSRP 65 = -92 dBm, SNR 75 = 14 dB; 5G-NSA RSRP 69 = -88 dBm, SNR 83 = 18 dB
+        // (SNR n covers [-23.5 + n/2, -23 + n/2) dB).
         let s = MBIMSignalState(
-            rssi: 25, rsrpSNR: [.init(rsrp: 65, snr: 74, systemType: 0x20), .init(rsrp: 69, snr: 82, systemType: 0x40)])
+            rssi: 25, rsrpSNR: [.init(rsrp: 65, snr: 75, systemType: 0x20), .init(rsrp: 69, snr: 83, systemType: 0x40)])
         let r = s.readings(for: [.lte, .nr])
         #expect(r.serving == SignalMeasurement(rssi: -63, rsrp: -92, sinr: 14))
         #expect(r.nr == SignalMeasurement(rsrp: -88, sinr: 18))

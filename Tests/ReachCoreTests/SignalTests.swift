@@ -1,15 +1,20 @@
 import Testing
 @testable import ReachCore
 
-/// Bars follow AOSP CellSignalStrength* default thresholds (ANCHORS.md §2.2); quality follows ModemManager's
-/// formulas (§1.2); MBIM coding follows the MBIM spec and Microsoft's MBIMEx tables (§1.5).
+/// The `strict` profile keeps GatewayReach's rule before profiles (AOSP CellSignalStrength* built-in tables, the
+/// minimum of every measure, the NR leg under NSA): these rows are today's figures and must not move. The `android`
+/// profile and the peers' own tables are in SignalPolicyTests. Quality follows ModemManager's formulas
+/// (mm-modem-helpers.h, mm-broadband-modem-qmi.c); MBIM coding the MBIM specification and Microsoft's MBIMEx tables.
 @Suite struct SignalTests {
+    let strict = SignalPolicy.strict
+
     @Test(arguments: [
         (-120.0, 0) /* below the valid range: unknown */, (-113, 0), (-108, 0), (-107, 1), (-104, 1), (-103, 2),
         (-98, 2), (-97, 3), (-90, 3), (-89, 4), (-51, 4), (-50, 0) /* above the range: unknown */,
     ] as [(Double, Int)])
     func gsmRSSI(dBm: Double, bars: Int) {
-        #expect(SignalBars.level(.gsm, SignalMeasurement(rssi: dBm)) == bars)
+        #expect(strict.level(BarFamily.gsm, SignalMeasurement(rssi: dBm)) == bars)
+        #expect(SignalPolicy.android.level(BarFamily.gsm, SignalMeasurement(rssi: dBm)) == bars)  // same table
     }
 
     @Test(arguments: [
@@ -22,7 +27,7 @@ import Testing
         (SignalMeasurement(), 0),
     ] as [(SignalMeasurement, Int)])
     func wcdma(m: SignalMeasurement, bars: Int) {
-        #expect(SignalBars.level(.wcdma, m) == bars)
+        #expect(strict.level(BarFamily.wcdma, m) == bars)
     }
 
     @Test(arguments: [
@@ -37,7 +42,7 @@ import Testing
         (SignalMeasurement(rssi: -100), 2), (SignalMeasurement(rssi: -60), 4),
     ] as [(SignalMeasurement, Int)])
     func lte(m: SignalMeasurement, bars: Int) {
-        #expect(SignalBars.level(.lte, m) == bars)
+        #expect(strict.level(BarFamily.lte, m) == bars)
     }
 
     @Test(arguments: [
@@ -47,25 +52,27 @@ import Testing
         (SignalMeasurement(rsrp: -60, rsrq: 6, sinr: 30), 4), (SignalMeasurement(rsrq: 6), 0),
     ] as [(SignalMeasurement, Int)])
     func nr(m: SignalMeasurement, bars: Int) {
-        #expect(SignalBars.level(.nr, m) == bars)
+        #expect(strict.level(BarFamily.nr, m) == bars)
     }
 
     @Test func cdmaAndEVDOUseTheirOwnTables() {
-        #expect(SignalBars.level(.cdma1x, SignalMeasurement(rssi: -80)) == 3)  // ≥ -85
-        #expect(SignalBars.level(.evdoA, SignalMeasurement(rssi: -80)) == 2)  // ≥ -90, < -75
+        for policy in [SignalPolicy.strict, .android] {
+            #expect(policy.level(RadioAccessTechnology.cdma1x, SignalMeasurement(rssi: -80)) == 3)  // ≥ -85
+            #expect(policy.level(RadioAccessTechnology.evdoA, SignalMeasurement(rssi: -80)) == 2)  // ≥ -90, < -75
+        }
     }
 
     @Test func setsUseTheRightFamily() {
         let lteServing = SignalMeasurement(rsrp: -80)
         let nrLeg = SignalMeasurement(rsrp: -85)
         // NSA: the NR leg gives the bars when it has a valid SS-RSRP, else the LTE anchor
-        #expect(SignalBars.level([.lte, .nr], serving: lteServing, nr: nrLeg) == 2)
-        #expect(SignalBars.level([.lte, .nr], serving: lteServing, nr: nil) == 4)
-        #expect(SignalBars.level([.lte, .nr], serving: lteServing, nr: SignalMeasurement(sinr: 20)) == 4)
+        #expect(strict.bars([.lte, .nr], serving: lteServing, nr: nrLeg) == 2)
+        #expect(strict.bars([.lte, .nr], serving: lteServing, nr: nil) == 4)
+        #expect(strict.bars([.lte, .nr], serving: lteServing, nr: SignalMeasurement(sinr: 20)) == 4)
         // SA: NR thresholds on whatever the modem measured
-        #expect(SignalBars.level([.nr], serving: SignalMeasurement(rsrp: -70)) == 3)
-        #expect(SignalBars.level([.umts, .hsdpa], serving: SignalMeasurement(rssi: -101)) == 1)
-        #expect(SignalBars.level(.none, serving: lteServing) == 0)
+        #expect(strict.bars([.nr], serving: SignalMeasurement(rsrp: -70)) == 3)
+        #expect(strict.bars([.umts, .hsdpa], serving: SignalMeasurement(rssi: -101)) == 1)
+        #expect(strict.bars(.none, serving: lteServing) == 0)
     }
 
     @Test(arguments: [(-89.0, 0), (-88, 1), (-78, 1), (-77, 2), (-67, 2), (-66, 3), (-56, 3), (-55, 4), (-30, 4)] as [(Double, Int)])
@@ -92,11 +99,11 @@ import Testing
     }
 
     @Test func qualityQMI() {
-        #expect(SignalQuality.percentNR(rsrp: -92, snr: 8.5, rsrq: -11.5) == 50)
-        #expect(SignalQuality.percentQMI(rssi: [-101, -80]) == 54)  // best RSSI wins
-        #expect(SignalQuality.percentQMI(rssi: [-80], nr: (rsrp: -92, snr: nil, rsrq: nil)) == 54)  // 5G lower: kept
-        #expect(SignalQuality.percentQMI(rssi: [-80], nr: (rsrp: -80, snr: nil, rsrq: nil)) == 62)  // 5G higher: used
-        #expect(SignalQuality.percentQMI(rssi: [-20]) == nil)  // outside (-125, -30): not valid
+        // RSRP (−92+140)·100/96 = 50, SNR cut to 8 dB: 31·100/63 = 49, RSRQ cut to −11: 32·100/63 = 50 → 49.
+        #expect(SignalQuality.percentNR(rsrp: -92, snr: 8.5, rsrq: -11.5) == 49)
+        #expect(SignalQuality.percentQMI(rssi: [(-101, 4), (-80, 8)]) == 54)  // best RSSI wins
+        #expect(SignalQuality.percentQMI(rssi: [(-80, 8)], nr: (rsrp: -92, snr: nil, rsrq: nil)) == 54)  // 5G lower: kept
+        #expect(SignalQuality.percentQMI(rssi: [(-80, 8)], nr: (rsrp: -80, snr: nil, rsrq: nil)) == 62)  // 5G higher: used
         #expect(SignalQuality.percentQMI(rssi: []) == nil)
     }
 
@@ -104,8 +111,7 @@ import Testing
         #expect(SignalQuality.percentMBIM(codedRSSI: 0) == 0)
         #expect(SignalQuality.percentMBIM(codedRSSI: 31) == 100)
         #expect(SignalQuality.percentMBIM(codedRSSI: 15) == 48)
-        #expect(SignalQuality.percentMBIM(codedRSSI: 99) == 0)  // unknown counts as 0, as in MM
-        #expect(SignalQuality.percentMBIM(codedRSSI: 99, rsrpDBm: [-100, -90]) == 40)  // best RSRP of the v2 entries
+        #expect(SignalQuality.percentMBIM(codedRSSI: 99, codedRSRP: [57, 67]) == 40)  // best RSRP of the v2 entries, -90
     }
 
     @Test func wifiQualityFollowsIwinfo() {
@@ -114,7 +120,8 @@ import Testing
         #expect(SignalQuality.percentWiFi(rssi: -110) == 0)
     }
 
-    /// MBIM 1.0 §10.5.10: -113 + 2n; MBIMEx RSRP_n covers [-157+n, -156+n) dBm; SNR -23 + n/2.
+    /// MBIM 1.0 §10.5.10: -113 + 2n; MBIMEx RSRP_n covers [-157+n, -156+n) dBm; SNR_n [-23.5+n/2, -23+n/2) dB, 127
+    /// is 40 dB or more (libmbim mbimcli-basic-connect.c @ 2f6c6add prints the same lower edges).
     @Test func mbimCoding() {
         #expect(MBIMCoding.rssiDBm(coded: 0) == -113)
         #expect(MBIMCoding.rssiDBm(coded: 1) == -111)
@@ -125,9 +132,12 @@ import Testing
         #expect(MBIMCoding.rsrpDBm(coded: 17) == -140)
         #expect(MBIMCoding.rsrpDBm(coded: 126) == -31)
         #expect(MBIMCoding.rsrpDBm(coded: 0xFFFF_FFFF) == nil)
-        #expect(MBIMCoding.snrDB(coded: 0) == -23)
-        #expect(MBIMCoding.snrDB(coded: 126) == 40)
-        #expect(MBIMCoding.snrDB(coded: 127) == nil)
+        #expect(MBIMCoding.snrDB(coded: 0) == -23.5)  // below -23 dB
+        #expect(MBIMCoding.snrDB(coded: 1) == -23)
+        #expect(MBIMCoding.snrDB(coded: 126) == 39.5)
+        #expect(MBIMCoding.snrDB(coded: 127) == 40)  // 40 dB or more: a reading, not unknown
+        #expect(MBIMCoding.snrDB(coded: 128) == nil)
+        #expect(MBIMCoding.snrDB(coded: 0xFFFF_FFFF) == nil)
         #expect(MBIMCoding.berPercent(coded: 3) == 0.8)
         #expect(MBIMCoding.berPercent(coded: 99) == nil)
     }

@@ -38,7 +38,7 @@ import ReachCore
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            throw TestFailure("no matching update within \(timeout); seen: \(updates.map { "\($0.cause) \($0.state.generation) bars \($0.state.bars) present \($0.state.present) \($0.state.error ?? "")" })")
+            throw TestFailure("no matching update within \(timeout); seen: \(updates.map { "\($0.cause) \($0.state.generation) bars \($0.state.bars(.android)) present \($0.state.present) \($0.state.error ?? "")" })")
         }
 
         /// Ends the stream, which closes the port.
@@ -106,12 +106,15 @@ import ReachCore
         let updates = Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim).updates())
         defer { Task { await updates.stop() } }
         let first = try await updates.next()
-        #expect(first.state.bars == 4)  // RSRP -84 ≥ -85, RSRQ -8 ≥ -12, SNR 20 ≥ 13
+        // The default (android) profile: LTE bars from RSRP alone, CarrierConfigManager's -128/-118/-108/-98.
+        #expect(first.state.bars(.android) == 4)  // RSRP -84 ≥ -98
+        #expect(first.state.bars(.strict) == 4)  // RSRP -84 ≥ -85, RSRQ -8 ≥ -12, SNR 20 ≥ 13
         try await Self.subscribed(sim, proto)
         try await sim.control(#"{"set": {"signal": {"rssi_dbm": -99, "rsrp_dbm": -112, "rsrq_db": -18, "sinr_db": 0}}}"#)
-        let weak = try await updates.next { $0.state.bars != 4 }
+        let weak = try await updates.next { $0.state.bars(.android) != 4 }
         #expect(weak.cause == .indication)
-        #expect(weak.state.bars == 1)  // RSRP -112 → 1, RSRQ -18 → 1, SNR 0 → 1
+        #expect(weak.state.bars(.android) == 2)  // RSRP -112 ≥ -118
+        #expect(weak.state.bars(.strict) == 1)  // RSRP -112 → 1, RSRQ -18 → 1, SNR 0 → 1
     }
 
     /// The port vanishes (pty closed, as a USB unplug removes cdc-wdm0) and comes back: present false, then a
