@@ -20,11 +20,12 @@ enum MBIMEncoding {
         return UInt32(min(126, max(0, Int((dbm + 157).rounded(.down)))))
     }
 
-    /// MBIMEx 2.0 SNR in 0.5 dB steps from -23 dB, as ModemManager (and ReachCore's MBIMCoding) read it back:
-    /// n = (snr + 23) * 2. libmbim's mbimcli prints the lower bin edge, -23.5 + n/2, half a dB lower.
+    /// MBIMEx 2.0 SNR in 0.5 dB steps (the TS 38.133 SS-SINR mapping): n covers [-23.5 + n/2, -23 + n/2) dB,
+    /// 0 below -23 dB, 127 at 40 dB and above; unknown 0xFFFFFFFF. libmbim's mbimcli and ReachCore's MBIMCoding read
+    /// back the lower edge, -23.5 + n/2, so they print the scenario's value (ModemManager prints n/2 - 23).
     static func codedSNR(_ db: Double?) -> UInt32 {
         guard let db else { return 0xFFFF_FFFF }
-        return UInt32(min(126, max(0, Int(((db + 23) * 2).rounded()))))
+        return UInt32(min(127, max(0, Int(((db + 23.5) * 2).rounded(.down)))))
     }
 
     /// Three or two decimal digits as BCD nibbles ("262" → 0x0262); a 2-digit MNC sets the top bit, as

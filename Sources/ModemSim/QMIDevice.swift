@@ -193,7 +193,7 @@ public struct QMIDevice: Sendable {
             return QMIMessage.response(to: r)
         case ID.nasGetSignalStrength:
             let mask = r.tlv(0x10).flatMap { $0.count == 2 ? UInt16($0[0]) | UInt16($0[1]) << 8 : nil }
-            guard let tlvs = QMIEncoding.signalStrength(state, mask: mask) else {
+            guard let tlvs = QMIEncoding.signalStrength(state, mask: mask, override: options.signalStrength) else {
                 return QMIMessage.response(to: r, error: QMIError.informationUnavailable)
             }
             return QMIMessage.response(to: r, tlvs)

@@ -303,15 +303,27 @@ enum QMIEncoding {
     }
 
     /// nil when the modem has no RSSI to give (Get Signal Strength then fails with INFORMATION_UNAVAILABLE).
-    static func signalStrength(_ state: SimulatedState, mask: UInt16?) -> [QMITLV]? {
-        guard let family = primaryFamily(state), let rssi = state.signal.rssi else { return nil }
-        let radio = family.qmiRadioInterface
+    /// `override` replaces the strength (TLV 0x01) and adds the strength list (TLV 0x10) as given.
+    static func signalStrength(_ state: SimulatedState, mask: UInt16?, override: SignalStrengthOverride? = nil) -> [QMITLV]? {
+        guard let family = primaryFamily(state), let rssi = override.map({ Double($0.dBm) }) ?? state.signal.rssi else {
+            return nil
+        }
+        let radio = override?.radioInterface ?? family.qmiRadioInterface
         let mask = mask ?? 0
         var tlvs = [QMITLV(0x01) { w in
-            w.i8(int8(rssi))
+            w.i8(override?.dBm ?? int8(rssi))
             w.i8(radio)
         }]
-        // The RSSI and ECIO lists count their elements in a u16, unlike most QMI arrays.
+        if let list = override?.list, !list.isEmpty {
+            tlvs.append(QMITLV(0x10) { w in
+                w.u16(UInt16(list.count))  // a u16 count, as the RSSI and ECIO lists
+                for e in list {
+                    w.i8(e.dBm)
+                    w.i8(e.radioInterface)
+                }
+            })
+        }
+        // The strength, RSSI and ECIO lists count their elements in a u16, unlike most QMI arrays.
         if mask & 0x01 != 0 {
             tlvs.append(QMITLV(0x11) { w in
                 w.u16(1)

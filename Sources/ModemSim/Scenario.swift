@@ -138,8 +138,33 @@ public struct QMIOptions: Sendable, Equatable {
     public var dataCapabilities: [UInt8]?
     /// QmiNasRadioInterface values for Serving System TLV 0x01, replacing the derived ones.
     public var radioInterfaces: [Int8]?
+    /// Get Signal Strength's mandatory strength (TLV 0x01) and strength list (TLV 0x10) exactly as given, replacing
+    /// the strength derived from `state.signal`: values a real modem sends that no signal range admits (0 dBm).
+    public var signalStrength: SignalStrengthOverride?
 
     public init() {}
+}
+
+/// Raw Get Signal Strength values (dBm, QmiNasRadioInterface); `radioInterface` nil: the newest family in use.
+public struct SignalStrengthOverride: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var dBm: Int8
+        public var radioInterface: Int8
+        public init(dBm: Int8, radioInterface: Int8) {
+            self.dBm = dBm
+            self.radioInterface = radioInterface
+        }
+    }
+
+    public var dBm: Int8
+    public var radioInterface: Int8?
+    public var list: [Entry]
+
+    public init(dBm: Int8, radioInterface: Int8? = nil, list: [Entry] = []) {
+        self.dBm = dBm
+        self.radioInterface = radioInterface
+        self.list = list
+    }
 }
 
 public struct MBIMOptions: Sendable, Equatable {

@@ -306,7 +306,10 @@ public enum ScenarioParser {
     }
 
     static func qmiOptions(_ node: Node) throws(ScenarioError) -> QMIOptions {
-        let o = try node.object(["get_system_info", "get_signal_info", "unsupported_error", "data_capabilities", "radio_interfaces"])
+        let o = try node.object([
+            "get_system_info", "get_signal_info", "unsupported_error", "data_capabilities", "radio_interfaces",
+            "signal_strength",
+        ])
         var q = QMIOptions()
         if let n = o.optional("get_system_info") { q.getSystemInfo = try n.bool() }
         if let n = o.optional("get_signal_info") { q.getSignalInfo = try n.bool() }
@@ -317,7 +320,24 @@ public enum ScenarioParser {
         if let n = o.optional("radio_interfaces") {
             q.radioInterfaces = try n.array().map { (x) throws(ScenarioError) in Int8(try x.integer(in: -1...127)) }
         }
+        if let n = o.optional("signal_strength") { q.signalStrength = try signalStrengthOverride(n) }
         return q
+    }
+
+    /// `{"strength_dbm": i8, "radio_interface": QmiNasRadioInterface, "list": [{"strength_dbm", "radio_interface"}]}`.
+    static func signalStrengthOverride(_ node: Node) throws(ScenarioError) -> SignalStrengthOverride {
+        let o = try node.object(["strength_dbm", "radio_interface", "list"])
+        var v = SignalStrengthOverride(dBm: Int8(try o.required("strength_dbm").integer(in: -128...127)))
+        if let n = o.optional("radio_interface") { v.radioInterface = Int8(try n.integer(in: -1...127)) }
+        if let n = o.optional("list") {
+            v.list = try n.array().map { (x) throws(ScenarioError) in
+                let e = try x.object(["strength_dbm", "radio_interface"])
+                return SignalStrengthOverride.Entry(
+                    dBm: Int8(try e.required("strength_dbm").integer(in: -128...127)),
+                    radioInterface: Int8(try e.required("radio_interface").integer(in: -1...127)))
+            }
+        }
+        return v
     }
 
     static func mbimOptions(_ node: Node) throws(ScenarioError) -> MBIMOptions {

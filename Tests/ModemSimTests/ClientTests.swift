@@ -340,8 +340,8 @@ struct MBIMClientTests {
         if version >= .v2 {
             if st.accessTechnologies.contains(.lte), let rsrp = st.signal.rsrp, let snr = st.signal.sinr {
                 #expect(sig.value("RSRP", after: "RSRP/SNR info: 'lte'") == "\(Int(rsrp)) dBm", "\(sig.stdout)")
-                // mbimcli prints -23.5 + n/2 where ModemManager reads -23 + n/2: half a dB under the scenario.
-                #expect(sig.value("SNR", after: "RSRP/SNR info: 'lte'") == "\(QMICLINames.dB(snr - 0.5)) dB")
+                // mbimcli prints the lower edge of SNR_n, -23.5 + n/2, as ReachCore's MBIMCoding reads it back.
+                #expect(sig.value("SNR", after: "RSRP/SNR info: 'lte'") == "\(QMICLINames.dB(snr)) dB")
             }
             if let nr = st.nrMeasurement, let rsrp = nr.rsrp {
                 let system = st.accessTechnologies.isNonStandalone5G ? "5g-nsa" : "5g-sa"
