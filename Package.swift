@@ -72,7 +72,7 @@ let package = Package(
 
         // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
-        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+        .target(name: "ReachTestSupport", dependencies: ["ReachCore", "ReachFiles"], path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),

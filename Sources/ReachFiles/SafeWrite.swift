@@ -26,13 +26,16 @@ public enum SafeWrite {
     /// An open file to append to.
     public struct Appendable: Sendable, Equatable {
         public var fd: Int32
-        /// `.regular`: rotation, ftruncate and pread apply. Anything else (a character device, a FIFO, our standard
-        /// output) is a stream: written in place, never rotated.
         public var kind: FileKind
+        /// Written in place and never rotated, truncated or read back: a character device, a FIFO, or one of our own
+        /// descriptors (/dev/stdout: the file behind it, if any, is the supervisor's). False only for a regular file
+        /// opened by its path.
+        public var isStream: Bool
 
-        public init(fd: Int32, kind: FileKind) {
+        public init(fd: Int32, kind: FileKind, isStream: Bool? = nil) {
             self.fd = fd
             self.kind = kind
+            self.isStream = isStream ?? (kind != .regular)
         }
     }
 
@@ -92,7 +95,7 @@ public enum SafeWrite {
     public static func openAppend(_ path: String, mode: mode_t, createDirectory: mode_t? = nil) -> Result<Appendable, SystemError> {
         if let fd = ownDescriptor(path) {
             return Sys.dup(fd, path: path).flatMap { copy in
-                Sys.fstat(copy, path: path).map { Appendable(fd: copy, kind: $0.kind) }
+                Sys.fstat(copy, path: path).map { Appendable(fd: copy, kind: $0.kind, isStream: true) }
                     .mapError { e in Sys.close(copy); return e }
             }
         }

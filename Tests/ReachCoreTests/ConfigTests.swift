@@ -43,7 +43,23 @@ import Testing
         (#"{"report":{"interval_seconds":"60"}}"#, "report.interval_seconds", "found \"60\""),
         (#"{"report":{"intervall_seconds":60}}"#, "report.intervall_seconds", "unknown key"),
         (#"{"report":{"rotate_keep":1.5}}"#, "report.rotate_keep", "expected an integer from 0 to 100"),
-        (#"{"report":{"path":""}}"#, "report.path", "non-empty string"),
+        (#"{"report":{"path":""}}"#, "report.path", "an empty path"),
+        // Paths a daemon opens from "/": absolute, NUL-free, a file (d680fe5 took all three).
+        (#"{"report":{"path":"reach.jsonl"}}"#, "report.path", "expected an absolute file path, found \"reach.jsonl\": not an absolute path"),
+        (#"{"report":{"path":"/var/log/reach/\u0000/etc/passwd"}}"#, "report.path", "contains U+0000 (NUL)"),
+        (#"{"report":{"path":"/var/log/reach/"}}"#, "report.path", "names a directory"),
+        (#"{"report":{"path":7}}"#, "report.path", "expected an absolute file path, found 7"),
+        (#"{"prometheus":{"textfile":"reach.prom"}}"#, "prometheus.textfile", "not an absolute path"),
+        (#"{"prometheus":{"textfile":"/var/lib/node/\u0000.prom"}}"#, "prometheus.textfile", "contains U+0000 (NUL)"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0\u0000"}]}}"#, "modems.ports[0].path", "contains U+0000"),
+        (#"{"wifi":{"interfaces":[""]}}"#, "wifi.interfaces[0]", "an empty name"),
+        (#"{"wifi":{"interfaces":["eth0:1"]}}"#, "wifi.interfaces[0]", "contains ':'"),
+        (#"{"wifi":{"interfaces":["wlan\t0"]}}"#, "wifi.interfaces[0]", "white space"),
+        (#"{"wifi":{"interfaces":["wlan0123456789ab"]}}"#, "wifi.interfaces[0]", "longer than 15 bytes"),
+        (#"{"interface_kinds":{"":"wwan"}}"#, "interface_kinds.", "an empty name"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","interface":""}]}}"#, "modems.ports[0].interface", "an empty name"),
+        (#"{"probe":{"kind":"tcp","host":"192.0.2.1","query":"example.net"}}"#, "probe.query", "only for kind dns"),
+        (#"{"probe":{"kind":"dns","host":"192.0.2.1","query":"two words"}}"#, "probe.query", "a domain name"),
         (#"{"report":[]}"#, "report", "expected an object"),
         (#"{"changes":{"hold_down_seconds":7200}}"#, "changes.hold_down_seconds", "from 0 to 3600"),
         (#"{"changes":{"bar_hysteresis_db":true}}"#, "changes.bar_hysteresis_db", "dB"),
@@ -72,6 +88,22 @@ import Testing
         } catch {
             #expect(error.problems.contains { $0.key == key }, "\(error)")
             #expect(error.problems.first { $0.key == key }?.message.contains(message) == true, "\(error)")
+        }
+    }
+
+    /// d680fe5 decoded the file with U+FFFD in place of bad bytes, so a path changed silently; now the byte is named
+    /// with its line and column.
+    @Test func invalidUTF8IsAnErrorWithLineAndColumn() {
+        let bytes = Array("{\n  \"report\": {\"path\": \"/var/log/r".utf8) + [0xFF] + Array("e.jsonl\"}\n}".utf8)
+        do {
+            _ = try AgentConfig.parse(bytes: bytes)
+            Issue.record("accepted invalid UTF-8")
+        } catch {
+            #expect(error.description == "not valid JSON: line 2, column 33: invalid UTF-8 (byte 0xFF) in a string")
+        }
+        // An overlong encoding of '/' (0xC0 0xAF) and a lone continuation byte are refused the same way.
+        for bad: [UInt8] in [[0xC0, 0xAF], [0x80], [0xED, 0xA0, 0x80]] {
+            #expect(throws: ConfigError.self) { try AgentConfig.parse(bytes: Array(#"{"report":{"path":"/x"#.utf8) + bad + Array(#""}}"#.utf8)) }
         }
     }
 

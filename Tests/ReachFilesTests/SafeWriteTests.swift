@@ -184,8 +184,15 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 256)
         #expect(Array(buffer[0..<read(fds[0], &buffer, buffer.count)]) == bytes)
         let appended = try SafeWrite.openAppend("/dev/fd/\(fds[1])", mode: 0o640).get()
-        #expect(appended.fd != fds[1] && appended.kind == .fifo)
+        #expect(appended.fd != fds[1] && appended.kind == .fifo && appended.isStream)
         close(appended.fd)
+        // Our standard output is a stream even when it is a regular file (the supervisor's): never rotated.
+        let file = try Scratch("own-fd")
+        let regular = open(file.path("out"), O_WRONLY | O_CREAT, 0o600)
+        defer { close(regular) }
+        let own = try SafeWrite.openAppend("/proc/self/fd/\(regular)", mode: 0o640).get()
+        #expect(own.kind == .regular && own.isStream)
+        close(own.fd)
     }
 
     @Test func appendCreatesTheFileAndItsDirectoryWithTheirModes() throws {

@@ -27,8 +27,13 @@ struct TargetOptions: Sendable {
             guard IPAddress(address) != nil else { throw UsageError("--address '\(address)' is not an IPv4 or IPv6 address") }
             target = .address(address)
         } else if let host {
-            guard !host.isEmpty, host.utf8.count <= 253 else { throw UsageError("--host '\(host)' is not a valid host name") }
-            target = IPAddress(host) != nil ? .address(host) : .host(host)
+            if IPAddress(host) != nil {
+                target = .address(host)
+            } else {
+                // The rule the config's targets use (RFC 1123): getaddrinfo would only fail later, and slower.
+                guard IPAddressText.isHostName(host) else { throw UsageError("--host '\(host)' is not a valid host name") }
+                target = .host(host)
+            }
         } else if p.flag("link-local") {
             target = .linkLocal
         }
@@ -73,9 +78,9 @@ extension Reach {
             targetOptions = try TargetOptions(p)
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
-            wifi = p.value("wifi")
+            wifi = try CommandLineParser.checked(p, "wifi", expected: InterfaceName.expected, InterfaceName.problem)
             showIdentifiers = p.flag("show-identifiers")
-            config = p.value("config")
+            config = try configOption(p)
             if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
             if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
             modemTimeout = p.value("modem-timeout") == nil
@@ -95,7 +100,9 @@ extension Reach {
                 proto = p
                 path = arg[..<colon]
             }
-            guard path.hasPrefix("/") else { throw UsageError("--modem '\(arg)': expected an absolute device path") }
+            if let why = FilePathText.problem(String(path)) {
+                throw UsageError("--modem '\(arg)': expected an absolute device path (\(why))")
+            }
             return ModemPortSpec(path: String(path), protocol: proto)
         }
 
