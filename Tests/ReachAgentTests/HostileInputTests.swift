@@ -251,6 +251,19 @@ import Testing
         #expect(r.stdout.isEmpty, "nothing printed as if it had worked")
     }
 
+    /// d680fe5 parsed `--modem` and `--wifi` and then dropped them when the configuration turned the source off.
+    @Test func namedModemsAndWiFiAreReadEvenWhenTheConfigTurnsThemOff() async throws {
+        let s = try Scratch("hostile-override")
+        try s.write("reach.json", #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#)
+        let r = try await TestSupport.run(
+            [TestPaths.reach, "status", "--json", "--address", "127.0.0.1", "--modem", s.path("no-such-port") + ":qmi",
+             "--wifi", "wlan-reach9", "--config", s.path("reach.json")], timeout: 30)
+        let json = try JSON.parse(r.stdout)
+        #expect(json["wwan"]?.arrayValue?.first?["device"] == .string(s.path("no-such-port")), "\(r.stdout)")
+        #expect(json["sources"]?["wifi"]?["reason"] != .string("not asked"), "\(r.stdout)")
+        #expect(json["sources"]?["wwan"]?["reason"] != .string("not asked"), "\(r.stdout)")
+    }
+
     @Test(arguments: [["--version"], ["--help"], ["help"], ["help", "status"], ["status", "--help"], ["diag", "-h"]])
     func goodHelpAndVersionAre0(arguments: [String]) async throws {
         let r = try await TestSupport.run([TestPaths.reach] + arguments, timeout: 20)

@@ -132,4 +132,27 @@ import Testing
     func hostNameSyntax(text: String, valid: Bool) {
         #expect(IPAddressText.isHostName(text) == valid)
     }
+
+    /// The kernel's rule for interface names (net/core/dev.c dev_valid_name), with names real gateways use.
+    @Test(arguments: [
+        ("wwan0", true), ("wlp2s0", true), ("enx0250f2000000", true), ("rmnet_data0", true), ("br-lan", true),
+        ("wlan0.sta1", true), ("ppp0", true), ("", false), ("eth0:1", false), ("a/b", false), (".", false),
+        ("..", false), ("wlan 0", false), ("wlan\n0", false), ("abcdefghijklmnop", false), ("abcdefghijklmno", true),
+        ("wlän0", true), ("x\u{0}", false),
+    ])
+    func interfaceNames(name: String, valid: Bool) {
+        #expect(InterfaceName.isValid(name) == valid, "\(name)")
+    }
+
+    @Test(arguments: [
+        ("/var/log/reach/reach.jsonl", nil), ("/overlay/reach/reach.jsonl", nil), ("/dev/stdout", nil),
+        ("/var/lib/prometheus/node-exporter/reach.prom", nil), ("reach.jsonl", "not an absolute path"),
+        ("./reach.jsonl", "not an absolute path"), ("", "an empty path"), ("/var/log/reach/", "names a directory, not a file"),
+        ("/", "names a directory, not a file"), ("/var/log/..", "names a directory, not a file"),
+        ("/var/log/\u{0}/x", "contains U+0000 (NUL)"), ("/" + String(repeating: "a", count: 256), "a component longer than 255 bytes"),
+        (String(repeating: "/aaaaaaa", count: 512), "longer than 4095 bytes"),
+    ] as [(String, String?)])
+    func filePaths(path: String, problem: String?) {
+        #expect(FilePathText.problem(path) == problem, "\(path)")
+    }
 }

@@ -49,7 +49,8 @@ extension Reach {
             discussion: """
                 Without a target option the default route is asked (IPv4 and IPv6). The configuration (--config, \
                 else \(AgentConfig.defaultPath) when it exists) supplies interface kinds, modem ports and the \
-                modem timeout; options override it.
+                modem timeout; options override it (a --modem or --wifi given here is read even when the \
+                configuration turns that source off).
                 Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
                 78 bad configuration.
                 """,
@@ -112,9 +113,10 @@ extension Reach {
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),
-                readModems: !noModems && cfg.modems.enabled,
+                // A port or interface named here is read even when the configuration turns the source off.
+                readModems: !noModems && (modems != nil || cfg.modems.enabled),
                 wifiInterface: wifi,
-                readWiFi: !noWiFi && cfg.wifi.enabled,
+                readWiFi: !noWiFi && (wifi != nil || cfg.wifi.enabled),
                 modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds)
