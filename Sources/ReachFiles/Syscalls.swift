@@ -7,7 +7,7 @@ import Glibc
 
 /// O_PATH (include/uapi/asm-generic/fcntl.h; only alpha, parisc and sparc differ), which Glibc's module map hides
 /// without _GNU_SOURCE: a descriptor that names a directory for the *at calls without reading it.
-public let O_PATH: Int32 = 0o10_000_000
+let O_PATH: Int32 = 0o10_000_000
 
 public enum Sys {
     /// Runs `body` until it does not fail with EINTR; a negative result becomes the errno as an error.

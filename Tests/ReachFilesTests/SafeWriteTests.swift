@@ -193,6 +193,15 @@ import Testing
         let own = try SafeWrite.openAppend("/proc/self/fd/\(regular)", mode: 0o640).get()
         #expect(own.kind == .regular && own.isStream)
         close(own.fd)
+        // journald's stdout stream is a socket, which no open(2) of /proc/self/fd/N can reach; the descriptor can.
+        var pair: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        let journal = try SafeWrite.openAppend("/dev/fd/\(pair[1])", mode: 0o640).get()
+        #expect(journal.kind == .socket && journal.isStream)
+        _ = bytes.withUnsafeBytes { Sys.write(journal.fd, $0, path: nil) }
+        close(journal.fd)
+        #expect(Array(buffer[0..<read(pair[0], &buffer, buffer.count)]) == bytes)
     }
 
     @Test func appendCreatesTheFileAndItsDirectoryWithTheirModes() throws {
