@@ -154,19 +154,19 @@ extension AgentConfig {
                 ch.number("bar_hysteresis_db", in: 0...20, unit: "dB") { c.changes.barHysteresisDB = $0 }
             }
             o.optionalArray("targets") { items in
-                var targets: [Target] = []
-                for (i, item) in items.enumerated() {
-                    if let t = r.target(item, at: o.path("targets") + "[\(i)]") { targets.append(t) }
-                }
-                if items.isEmpty { r.problem(o.path("targets"), "expected at least one target") }
-                c.targets = targets
+                let key = o.path("targets")
+                let targets = items.enumerated().compactMap { i, item in r.target(item, at: key + "[\(i)]").map { (i, $0) } }
+                if items.isEmpty { r.problem(key, "expected at least one target") }
+                // Two equal targets would give two equal Prometheus series, which node_exporter refuses.
+                c.targets = r.firstOfEach(targets, key: key, what: "target") { $0 == $1 }
             }
             o.optionalObject("modems") { m in
                 m.bool("enabled") { c.modems.enabled = $0 }
                 m.optionalArray("ports") { items in
-                    c.modems.ports = items.enumerated().compactMap { i, item in
-                        r.modemPort(item, at: m.path("ports") + "[\(i)]")
-                    }
+                    let key = m.path("ports")
+                    let ports = items.enumerated().compactMap { i, item in r.modemPort(item, at: key + "[\(i)]").map { (i, $0) } }
+                    // One monitor per port: two on one port would fight over its client ids.
+                    c.modems.ports = r.firstOfEach(ports, key: key, what: "port path") { $0.path == $1.path }
                 }
                 m.number("request_timeout_seconds", in: 0.1...120, unit: "seconds") {
                     c.modems.requestTimeoutSeconds = $0
@@ -176,9 +176,9 @@ extension AgentConfig {
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
                 w.optionalArray("interfaces") { items in
-                    c.wifi.interfaces = items.enumerated().compactMap { i, item in
-                        r.interfaceName(item, at: w.path("interfaces") + "[\(i)]")
-                    }
+                    let key = w.path("interfaces")
+                    let names = items.enumerated().compactMap { i, item in r.interfaceName(item, at: key + "[\(i)]").map { (i, $0) } }
+                    c.wifi.interfaces = r.firstOfEach(names, key: key, what: "interface") { $0 == $1 }
                 }
                 w.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.wifi.pollIntervalSeconds = $0 }
             }
@@ -247,6 +247,19 @@ private final class ConfigReader {
         let o = ObjectReader(reader: self, base: path, members: members)
         body(o)
         o.rejectUnknown()
+    }
+
+    /// The first of each set of equal items (with their array indices); each later one is a problem naming the first.
+    func firstOfEach<T>(_ items: [(Int, T)], key: String, what: String, same: (T, T) -> Bool) -> [T] {
+        var kept: [(Int, T)] = []
+        for (i, item) in items {
+            if let (j, _) = kept.first(where: { same($0.1, item) }) {
+                problem("\(key)[\(i)]", "the same \(what) as \(key)[\(j)]")
+            } else {
+                kept.append((i, item))
+            }
+        }
+        return kept.map(\.1)
     }
 
     func interfaceName(_ v: JSON, at path: String) -> String? {

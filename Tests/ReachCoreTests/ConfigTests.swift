@@ -59,6 +59,10 @@ import Testing
         (#"{"interface_kinds":{"":"wwan"}}"#, "interface_kinds.", "an empty name"),
         (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","interface":""}]}}"#, "modems.ports[0].interface", "an empty name"),
         (#"{"probe":{"kind":"tcp","host":"192.0.2.1","query":"example.net"}}"#, "probe.query", "only for kind dns"),
+        // Duplicates: equal Prometheus series (node_exporter refuses the file), two monitors on one port.
+        (#"{"targets":[{"kind":"default"},{"kind":"link_local"},{"kind":"default"}]}"#, "targets[2]", "the same target as targets[0]"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0"},{"path":"/dev/cdc-wdm0","protocol":"qmi"}]}}"#, "modems.ports[1]", "the same port path as modems.ports[0]"),
+        (#"{"wifi":{"interfaces":["wlan0","wlan1","wlan0"]}}"#, "wifi.interfaces[2]", "the same interface as wifi.interfaces[0]"),
         (#"{"probe":{"kind":"dns","host":"192.0.2.1","query":"two words"}}"#, "probe.query", "a domain name"),
         (#"{"report":[]}"#, "report", "expected an object"),
         (#"{"changes":{"hold_down_seconds":7200}}"#, "changes.hold_down_seconds", "from 0 to 3600"),
