@@ -21,6 +21,9 @@ let package = Package(
         .target(name: "ReachCore", linkerSettings: [.linkedLibrary("m")]),
         // The command-line parser (pure; replaces swift-argument-parser, see its header).
         .target(name: "ReachCommandLine"),
+        // Files: the one safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place) and the
+        // one bounded reader (no FIFO blocks, size cap), over one wrapper per syscall. Glibc only.
+        .target(name: "ReachFiles"),
 
         // System libraries, one per pkg-config file.
         .systemLibrary(name: "CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
@@ -35,10 +38,12 @@ let package = Package(
         // Adapters: one per source; each returns ReachCore values.
         .target(
             name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "ReachRoutes", dependencies: ["ReachCore", "CNetlinkShims"]),
+        .target(name: "ReachRoutes", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
         .target(
             name: "ReachModem",
-            dependencies: ["ReachCore", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ReachCore", "ReachFiles", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
 
         // The embeddable API.
@@ -48,7 +53,7 @@ let package = Package(
         .target(
             name: "ReachAgent",
             dependencies: [
-                "GatewayReach", "CQMI", "CMBIM", "CNLRoute",
+                "GatewayReach", "ReachFiles", "CQMI", "CMBIM", "CNLRoute",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -67,11 +72,13 @@ let package = Package(
 
         // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
-        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+        .target(name: "ReachTestSupport", dependencies: ["ReachCore", "ReachFiles"], path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
         .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
+        // Planted symbolic links, device nodes (mknod), FIFOs and sockets in a directory of the test's own.
+        .testTarget(name: "ReachFilesTests", dependencies: ["ReachFiles", "ReachTestSupport"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
         .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the

@@ -6,41 +6,33 @@ import Logging
 import ServiceLifecycle
 
 public enum ConfigFile {
+    /// The largest config file read (a full one with every key is about 1 KiB).
+    public static let limit = 1 << 20
+
     /// Reads and validates a config file. With no path, /etc/reach/reach.json when it exists, else the defaults.
+    /// The file is read through `BoundedRead`: a FIFO, a device or a directory is an error at once (never a blocked
+    /// `reach`), and so is a file over 1 MiB; its bytes go to the parser as they are, so invalid UTF-8 is an error
+    /// with its line and column. Symbolic links are followed: configuration management links configs into /etc.
     public static func load(_ path: String?) -> Result<AgentConfig, ConfigError> {
         let file = path ?? AgentConfig.defaultPath
         if path == nil && access(file, F_OK) != 0 { return .success(AgentConfig()) }
-        let text: String
-        switch readTextFile(file, limit: 1 << 20) {
-        case let .success(t): text = t
-        case let .failure(e): return .failure(ConfigError(key: "", "cannot read \(file): \(e)"))
+        let bytes: [UInt8]
+        switch BoundedRead.bytes(file, limit: limit, links: .follow) {
+        case let .success(b): bytes = b
+        case let .failure(e): return .failure(ConfigError(key: "", "cannot read: \(e.call): \(e.reason)"))
         }
         do {
-            return .success(try AgentConfig.parse(text))
+            return .success(try AgentConfig.parse(bytes: bytes))
         } catch {
             return .failure(error)
         }
     }
 }
 
-/// Reads a whole (small) text file; fails beyond `limit` bytes.
+/// Reads a whole (small) text file through `BoundedRead` (a regular file only, links followed); fails beyond `limit`
+/// bytes. Bytes that are not UTF-8 are replaced (for files that are only searched, such as resolv.conf).
 public func readTextFile(_ path: String, limit: Int) -> Result<String, SystemError> {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    if fd < 0 { return .failure(SystemError("open", errno: errno)) }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 16384)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 {
-            if errno == EINTR { continue }
-            return .failure(SystemError("read", errno: errno))
-        }
-        if n == 0 { break }
-        bytes.append(contentsOf: chunk[0..<n])
-        if bytes.count > limit { return .failure(SystemError("read (file larger than \(limit) bytes)", errno: EFBIG)) }
-    }
-    return .success(String(decoding: bytes, as: UTF8.self))
+    BoundedRead.bytes(path, limit: limit, links: .follow).map { String(decoding: $0, as: UTF8.self) }
 }
 
 /// The pieces of a running agent, for `reach agent`, `reach watch` and tests.

@@ -94,35 +94,42 @@ public enum CRC32 {
 
 public enum SupportBundle {
     /// The last `count` lines of the report log (only the file's tail is read: at most 1 MiB).
-    public static func tail(_ path: String, lines count: Int) -> [String] {
-        guard count > 0 else { return [] }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return [] }
-        let want = min(Int(st.st_size), 1 << 20)
-        var buf = [UInt8](repeating: 0, count: want)
-        let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(Int(st.st_size) - want)) }
-        guard n > 0 else { return [] }
-        var lines = String(decoding: buf[0..<n], as: UTF8.self).split(separator: "\n").map(String.init)
-        if want < Int(st.st_size), !lines.isEmpty { lines.removeFirst() }  // a partial first line
-        return Array(lines.suffix(count))
+    public static func tail(_ path: String, lines count: Int) -> [String] { reportTail(path, lines: count).lines }
+
+    /// The last `count` report lines and, when something was left out or could not be read, a note saying what.
+    /// The log is read as ReachFiles reads files other users may change (`BoundedRead.tail`, links refused: a root
+    /// `reach diag` must not copy whatever a link in the agent's log directory points at), and only lines that are
+    /// JSON objects, as every report line is, are carried.
+    static func reportTail(_ path: String, lines count: Int) -> (lines: [String], note: String?) {
+        guard count > 0 else { return ([], nil) }
+        let bytes: [UInt8]
+        let cut: Bool
+        switch BoundedRead.tail(path, bytes: 1 << 20, links: .refuse) {
+        case let .success(t): (bytes, cut) = t
+        case let .failure(e) where e.errno == ENOENT: return ([], "\(path): no report log yet\n")
+        case let .failure(e): return ([], "the report log could not be read: \(e)\n")
+        }
+        var lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        if cut, !lines.isEmpty { lines.removeFirst() }  // a partial first line
+        lines = Array(lines.suffix(count))
+        let reportLines = lines.filter { (try? JSON.parse($0))?.objectValue != nil }
+        let left = lines.count - reportLines.count
+        return (reportLines, left > 0 ? "\(left) line(s) of \(path) that are not report lines were left out\n" : nil)
     }
 
     /// Builds the bundle's bytes: snapshot, checks, the last report lines, versions and the config, redacted unless
     /// `showIdentifiers`.
     public static func build(report: DiagReport, config: AgentConfig, showIdentifiers: Bool) -> [UInt8] {
         let now = report.facts.snapshot.time
-        var reportLines = tail(config.report.path, lines: config.diagReportLines)
+        var (reportLines, note) = reportTail(config.report.path, lines: config.diagReportLines)
         if !showIdentifiers {
-            reportLines = reportLines.map { line in (try? JSON.parse(line)).map { Redact.json($0).serialized() } ?? line }
+            reportLines = reportLines.compactMap { line in (try? JSON.parse(line)).map { Redact.json($0).serialized() } }
         }
         var snapshot = report.facts.snapshot.json(showIdentifiers: showIdentifiers)
         if !showIdentifiers { snapshot = Redact.json(snapshot) }
         let versions = Diagnostics.versions().map { "\($0.0): \($0.1)" }.joined(separator: "\n") + "\n"
         let dir = "reach-diag-\(now.seconds)"
-        let entries = [
+        var entries = [
             TarGz.Entry(name: "\(dir)/snapshot.json", text: snapshot.prettySerialized() + "\n"),
             TarGz.Entry(name: "\(dir)/diag.json", text: report.json(showIdentifiers: showIdentifiers).prettySerialized() + "\n"),
             TarGz.Entry(name: "\(dir)/diag.txt", text: report.text() + "\n"),
@@ -130,33 +137,19 @@ public enum SupportBundle {
             TarGz.Entry(name: "\(dir)/versions.txt", text: versions),
             TarGz.Entry(name: "\(dir)/config.json", text: config.json.prettySerialized() + "\n"),
         ]
+        if let note { entries.insert(TarGz.Entry(name: "\(dir)/report-tail.txt", text: note), at: 4) }
         return TarGz.gzip(TarGz.tar(entries, mtime: now.seconds), mtime: now.seconds)
     }
 
-    /// Writes the bundle (0600: it describes the site) via a temp file and rename.
+    /// Writes the bundle, mode 0600 (it describes the site), through ReachFiles' safe write: a regular file (or none)
+    /// is replaced through a temporary file and rename; a character device, a FIFO with a reader or our standard
+    /// output (`-`, `/dev/stdout`) is written in place; anything else is refused. A failed write is an error.
     public static func write(_ bytes: [UInt8], to path: String) -> Result<Void, SystemError> {
-        let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return .failure(SystemError("open \(tmp)", errno: errno)) }
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            let n = rest.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                unlink(tmp)
-                return .failure(SystemError("write \(tmp)", errno: e))
-            }
-            rest = rest.dropFirst(n)
-        }
-        fsync(fd)
-        close(fd)
-        if rename(tmp, path) != 0 {
-            let e = errno
-            unlink(tmp)
-            return .failure(SystemError("rename \(path)", errno: e))
-        }
-        return .success(())
+        SafeWrite.replace(path == "-" ? "/dev/stdout" : path, with: bytes, mode: 0o600).map { _ in () }
+    }
+
+    /// Whether `path` is our standard output (the diagnostics text then goes to standard error).
+    public static func isStandardOutput(_ path: String) -> Bool {
+        path == "-" || SafeWrite.ownDescriptor(path) == 1
     }
 }

@@ -1,27 +1,16 @@
 // The few file-system calls the report writers make, behind one protocol so tests can play the kernel (short writes,
-// ENOSPC, EROFS, EINTR) without a real full disk. `PosixFileSystem` is the only implementation that ships; each
-// wrapper retries EINTR where the call can be repeated safely and returns the errno otherwise.
+// ENOSPC, EROFS, EINTR) without a real full disk. `PosixFileSystem` is the only implementation that ships; it goes
+// through ReachFiles, the one place reach creates, replaces, rotates or appends to a file.
 
-import Glibc
-
-/// An errno from a named call, e.g. `write: No space left on device`.
-public struct SystemError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var call: String
-    public var errno: Int32
-
-    public init(_ call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
-}
+@_exported import ReachFiles
 
 public protocol FileSystem: Sendable {
-    /// Opens for appending (O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, mode 0640). The corresponding C function is `open`.
-    func openAppend(_ path: String) -> Result<Int32, SystemError>
-    /// Creates or truncates for writing (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode 0644).
-    func openTruncate(_ path: String) -> Result<Int32, SystemError>
+    /// Opens the report log for appending, creating it (0640) and its directory (one level, 0750) when absent: a
+    /// regular file, or a character device or FIFO written in place (`SafeWrite.openAppend`).
+    func openAppend(_ path: String) -> Result<SafeWrite.Appendable, SystemError>
+    /// Replaces a regular file whole (temporary file, fsync, rename), or writes a device or FIFO in place
+    /// (`SafeWrite.replace`).
+    func replace(_ path: String, with bytes: [UInt8], mode: UInt32) -> Result<Void, SystemError>
     /// One `write(2)`; EINTR before anything was written is retried. Returns the count written (maybe short).
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, SystemError>
     /// The file's size. The corresponding C function is `fstat`.
@@ -30,80 +19,45 @@ public protocol FileSystem: Sendable {
     func lastByte(_ fd: Int32, size: Int) -> UInt8?
     /// The corresponding C function is `ftruncate`.
     func truncate(_ fd: Int32, to size: Int) -> Result<Void, SystemError>
-    /// The corresponding C function is `fsync`.
-    func sync(_ fd: Int32) -> Result<Void, SystemError>
-    /// The corresponding C function is `rename`.
-    func rename(_ from: String, _ to: String) -> Result<Void, SystemError>
-    /// The corresponding C function is `unlink`.
-    func unlink(_ path: String) -> Result<Void, SystemError>
-    /// The corresponding C function is `mkdir` (mode 0750), one level.
-    func makeDirectory(_ path: String) -> Result<Void, SystemError>
+    /// Size-based rotation that renames and removes regular files only (`SafeWrite.rotate`).
+    func rotate(_ path: String, keep: Int) -> Result<Void, SystemError>
     func close(_ fd: Int32)
 }
 
 public struct PosixFileSystem: FileSystem {
     public init() {}
 
-    public func openAppend(_ path: String) -> Result<Int32, SystemError> {
-        retrying("open") { Glibc.open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o640) }.map { Int32($0) }
+    public func openAppend(_ path: String) -> Result<SafeWrite.Appendable, SystemError> {
+        SafeWrite.openAppend(path, mode: 0o640, createDirectory: 0o750)
     }
 
-    public func openTruncate(_ path: String) -> Result<Int32, SystemError> {
-        retrying("open") { Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }.map { Int32($0) }
+    public func replace(_ path: String, with bytes: [UInt8], mode: UInt32) -> Result<Void, SystemError> {
+        SafeWrite.replace(path, with: bytes, mode: mode).map { _ in () }
     }
 
     public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, SystemError> {
-        retrying("write") { Glibc.write(fd, bytes.baseAddress, bytes.count) }
+        Sys.write(fd, bytes, path: nil)
     }
 
     public func size(_ fd: Int32) -> Result<Int, SystemError> {
-        var st = stat()
-        if fstat(fd, &st) != 0 { return .failure(SystemError("fstat", errno: errno)) }
-        return .success(Int(st.st_size))
+        Sys.fstat(fd, path: nil).map { Int($0.st_size) }
     }
 
     public func lastByte(_ fd: Int32, size: Int) -> UInt8? {
         guard size > 0 else { return nil }
         var b: UInt8 = 0
-        let r = retrying("pread") { pread(fd, &b, 1, off_t(size - 1)) }
+        let r = withUnsafeMutableBytes(of: &b) { Sys.pread(fd, into: $0, at: size - 1, path: nil) }
         if case .success(1) = r { return b }
         return nil
     }
 
     public func truncate(_ fd: Int32, to size: Int) -> Result<Void, SystemError> {
-        retrying("ftruncate") { Int(ftruncate(fd, off_t(size))) }.map { _ in () }
+        Sys.ftruncate(fd, size, path: nil)
     }
 
-    public func sync(_ fd: Int32) -> Result<Void, SystemError> {
-        retrying("fsync") { Int(fsync(fd)) }.map { _ in () }
+    public func rotate(_ path: String, keep: Int) -> Result<Void, SystemError> {
+        SafeWrite.rotate(path, keep: keep)
     }
 
-    public func rename(_ from: String, _ to: String) -> Result<Void, SystemError> {
-        Glibc.rename(from, to) == 0 ? .success(()) : .failure(SystemError("rename", errno: errno))
-    }
-
-    public func unlink(_ path: String) -> Result<Void, SystemError> {
-        Glibc.unlink(path) == 0 ? .success(()) : .failure(SystemError("unlink", errno: errno))
-    }
-
-    public func makeDirectory(_ path: String) -> Result<Void, SystemError> {
-        mkdir(path, 0o750) == 0 || errno == EEXIST ? .success(()) : .failure(SystemError("mkdir", errno: errno))
-    }
-
-    public func close(_ fd: Int32) { _ = Glibc.close(fd) }
-
-    private func retrying<T: BinaryInteger>(_ call: String, _ body: () -> T) -> Result<Int, SystemError> {
-        while true {
-            let r = body()
-            if r >= 0 { return .success(Int(r)) }
-            if errno == EINTR { continue }
-            return .failure(SystemError(call, errno: errno))
-        }
-    }
-}
-
-/// The directory part of a path ("/var/log/reach" for "/var/log/reach/reach.jsonl"), nil when there is none.
-func parentDirectory(_ path: String) -> String? {
-    guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
-    return String(path[..<slash])
+    public func close(_ fd: Int32) { Sys.close(fd) }
 }

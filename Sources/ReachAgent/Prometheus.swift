@@ -1,6 +1,7 @@
 // An optional Prometheus textfile for node_exporter's textfile collector (`--collector.textfile.directory`): the
-// fleet's existing scraper carries our figures, and we run no server. Written to a temporary name beside the target
-// (node_exporter reads only *.prom), fsync'ed, then renamed over it, so a scrape never sees half a file.
+// fleet's existing scraper carries our figures, and we run no server. Written through ReachFiles' safe write: a hidden
+// temporary name beside the target (node_exporter reads only *.prom), fsync'ed, then renamed over it, so a scrape
+// never sees half a file and a link planted in the textfile directory is never written through.
 
 import Glibc
 import Logging
@@ -158,7 +159,7 @@ public enum PrometheusText {
     }
 }
 
-/// Writes the textfile: temp file, write, fsync, rename.
+/// Writes the textfile: temporary file, fchmod 0644, write, fsync, rename, fsync of the directory (`SafeWrite.replace`).
 public final class PrometheusTextfile: @unchecked Sendable {
     // @unchecked: used only from the hub actor that owns it.
     public private(set) var path: String
@@ -177,19 +178,7 @@ public final class PrometheusTextfile: @unchecked Sendable {
 
     @discardableResult
     public func write(_ text: String) -> Bool {
-        let tmp = path + ".tmp"
-        let result: Result<Void, SystemError> = fs.openTruncate(tmp).flatMap { fd in
-            defer { fs.close(fd) }
-            var bytes = Array(text.utf8)[...]
-            while !bytes.isEmpty {
-                switch bytes.withUnsafeBytes({ fs.write(fd, $0) }) {
-                case let .success(n) where n > 0: bytes = bytes.dropFirst(n)
-                case .success: return .failure(SystemError("write", errno: ENOSPC))
-                case let .failure(e): return .failure(e)
-                }
-            }
-            return fs.sync(fd)
-        }.flatMap { fs.rename(tmp, path) }
+        let result = fs.replace(path, with: Array(text.utf8), mode: 0o644)
         switch result {
         case .success:
             if failing { logger.info("Prometheus textfile writable again", metadata: ["prometheus.path": "\(path)"]) }
@@ -197,7 +186,6 @@ public final class PrometheusTextfile: @unchecked Sendable {
             return true
         case let .failure(e):
             errors += 1
-            _ = fs.unlink(tmp)
             if !failing {
                 logger.warning("Prometheus textfile could not be written", metadata: ["prometheus.path": "\(path)", "error": "\(e)"])
             }

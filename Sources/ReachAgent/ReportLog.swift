@@ -10,6 +10,10 @@
 //   directory or file comes back without a restart).
 // - A file that does not end in a newline when opened (a crash mid-line in an older version, an editor) gets one
 //   first, so our next line starts on a line of its own.
+// - The file is opened through ReachFiles (`SafeWrite.openAppend`): a link at the path is refused, never followed. A
+//   character device, a FIFO with a reader or our own standard output (`/dev/stdout` under a supervisor) is a
+//   stream: written in place, never rotated or truncated; a reader that stops reading costs dropped lines (EAGAIN),
+//   never a blocked agent. Rotation renames regular files only.
 
 import Glibc
 import Logging
@@ -123,6 +127,8 @@ public final class ReportLog: @unchecked Sendable {
     }
 
     private var needsNewline = false
+    /// The log is a character device, FIFO or our standard output: no rotation, no ftruncate, no pread.
+    private var streaming = false
 
     private func drop(_ time: Timestamp) -> Bool {
         if dropped == 0 { droppedSince = time }
@@ -133,17 +139,17 @@ public final class ReportLog: @unchecked Sendable {
 
     private func openIfNeeded() -> Int32? {
         if let fd { return fd }
-        var result = fs.openAppend(settings.path)
-        if case .failure(let e) = result, e.errno == ENOENT, let dir = parentDirectory(settings.path) {
-            _ = fs.makeDirectory(dir)
-            result = fs.openAppend(settings.path)
-        }
-        switch result {
-        case let .success(newFD):
-            fd = newFD
-            size = (try? fs.size(newFD).get()) ?? 0
-            needsNewline = size > 0 && fs.lastByte(newFD, size: size) != UInt8(ascii: "\n")
-            return newFD
+        switch fs.openAppend(settings.path) {
+        case let .success(file):
+            fd = file.fd
+            streaming = file.isStream
+            if streaming {
+                size = 0
+            } else {
+                size = (try? fs.size(file.fd).get()) ?? 0
+                needsNewline = size > 0 && fs.lastByte(file.fd, size: size) != UInt8(ascii: "\n")
+            }
+            return file.fd
         case let .failure(e):
             stats.errors += 1
             if dropped == 0 {
@@ -160,8 +166,24 @@ public final class ReportLog: @unchecked Sendable {
         fd = nil
     }
 
-    /// Writes all of `bytes` with one write(2). On a short write the fragment is cut off and the line tried once more.
+    /// Writes all of `bytes` with one write(2). On a short write the fragment is cut off and the line tried once more;
+    /// on a stream, which cannot be cut, the rest of the line follows (and after a failure the next line starts on a
+    /// line of its own).
     private func writeWhole(_ fd: Int32, _ bytes: [UInt8]) -> Result<Void, SystemError> {
+        if streaming {
+            var offset = 0
+            while offset < bytes.count {
+                let r = bytes.withUnsafeBytes { fs.write(fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+                switch r {
+                case let .success(n) where n > 0: offset += n
+                case .success: return .failure(SystemError("write (short)", errno: EIO, path: settings.path))
+                case let .failure(e):
+                    if offset > 0 { needsNewline = true }
+                    return .failure(e)
+                }
+            }
+            return .success(())
+        }
         for attempt in 0..<2 {
             let r = bytes.withUnsafeBytes { fs.write(fd, $0) }
             switch r {
@@ -183,24 +205,16 @@ public final class ReportLog: @unchecked Sendable {
     }
 
     /// Rotates when the line would take the file past the limit: path.N-1 → path.N, …, path → path.1, then reopens.
-    /// A failed rename leaves the current file in use; a failed reopen leaves no fd (the line is then dropped).
+    /// A failed or refused rename (a device or FIFO at one of the names) leaves the current file in use; a failed
+    /// reopen leaves no fd (the line is then dropped). A stream is never rotated.
     private func rotateIfNeeded(adding count: Int) {
-        guard settings.rotateBytes > 0, size > 0, size + count > settings.rotateBytes, size >= rotateRetryAt else {
+        guard !streaming, settings.rotateBytes > 0, size > 0, size + count > settings.rotateBytes, size >= rotateRetryAt
+        else {
             return
         }
         let path = settings.path
         var failure: SystemError?
-        if settings.rotateKeep == 0 {
-            if case let .failure(e) = fs.unlink(path) { failure = e }
-        } else {
-            _ = fs.unlink("\(path).\(settings.rotateKeep)")
-            for i in stride(from: settings.rotateKeep - 1, through: 1, by: -1) {
-                if case let .failure(e) = fs.rename("\(path).\(i)", "\(path).\(i + 1)"), e.errno != ENOENT {
-                    failure = e
-                }
-            }
-            if case let .failure(e) = fs.rename(path, "\(path).1") { failure = e }
-        }
+        if case let .failure(e) = fs.rotate(path, keep: settings.rotateKeep) { failure = e }
         if let failure {
             stats.errors += 1
             rotateRetryAt = size + max(settings.rotateBytes / 8, 4096)

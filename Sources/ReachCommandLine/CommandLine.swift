@@ -152,6 +152,40 @@ public enum CommandLineParser {
         return v
     }
 
+    /// The value of `--name` when its text passes `problem` (which returns nil for good text, else what is wrong),
+    /// nil when the option was not given; otherwise a usage error naming the option, what it expects and the problem.
+    public static func checked(
+        _ parsed: ParsedArguments, _ name: String, expected: String, _ problem: (String) -> String?
+    ) throws(UsageError) -> String? {
+        guard let text = parsed.value(name) else { return nil }
+        if let why = problem(text) { throw UsageError("'--\(name)' expects \(expected), got '\(text)': \(why)") }
+        return text
+    }
+
+    /// The command-line arguments as the kernel passed them (`argv[1...]`), each required to be valid UTF-8: Swift's
+    /// `CommandLine.arguments` would replace bad bytes with U+FFFD and so name a different file than the one typed.
+    public static func arguments(
+        count: Int32 = CommandLine.argc, argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = CommandLine.unsafeArgv
+    ) -> Result<[String], UsageError> {
+        var out: [String] = []
+        for i in 1..<max(1, Int(count)) {
+            guard let p = argv[i] else { continue }
+            guard let s = String(validatingCString: p) else {
+                let bytes = UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self)
+                var shown = ""
+                var j = 0
+                while bytes[j] != 0 {
+                    let b = bytes[j]
+                    shown += b >= 0x20 && b < 0x7F ? String(Unicode.Scalar(b)) : "\\x" + String(b, radix: 16, uppercase: true)
+                    j += 1
+                }
+                return .failure(UsageError("argument \(i) is not valid UTF-8: '\(shown)'"))
+            }
+            out.append(s)
+        }
+        return .success(out)
+    }
+
     /// The help text of a command: usage line, abstract, options with their help, discussion.
     public static func help(_ spec: CommandSpec, program: String, subcommands: [CommandSpec] = []) -> String {
         var lines: [String] = []

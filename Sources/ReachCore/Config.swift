@@ -149,9 +149,15 @@ public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
 extension AgentConfig {
     /// Parses and validates a config text. All problems found are reported together.
     public static func parse(_ text: String) throws(ConfigError) -> AgentConfig {
+        try parse(bytes: Array(text.utf8))
+    }
+
+    /// Parses and validates a config file's bytes as read: invalid UTF-8 is an error naming its line and column, never
+    /// a path quietly changed to U+FFFD.
+    public static func parse(bytes: [UInt8]) throws(ConfigError) -> AgentConfig {
         let json: JSON
         do {
-            json = try JSON.parse(text)
+            json = try JSON.parse(bytes: bytes)
         } catch {
             throw ConfigError(key: "", "not valid JSON: \(error)")
         }
@@ -168,7 +174,7 @@ extension AgentConfig {
                 }
             }
             o.optionalObject("report") { rep in
-                rep.string("path", nonEmpty: true) { c.report.path = $0 }
+                rep.filePath("path") { c.report.path = $0 }
                 rep.number("interval_seconds", in: 0.001...86_400, unit: "seconds") { c.report.intervalSeconds = $0 }
                 rep.integer("rotate_bytes", in: 4096...(1 << 40)) { c.report.rotateBytes = $0 }
                 rep.integer("rotate_keep", in: 0...100) { c.report.rotateKeep = $0 }
@@ -179,19 +185,19 @@ extension AgentConfig {
             }
             o.optionalObject("signal") { sig in r.signal(sig, into: &c.signal) }
             o.optionalArray("targets") { items in
-                var targets: [Target] = []
-                for (i, item) in items.enumerated() {
-                    if let t = r.target(item, at: o.path("targets") + "[\(i)]") { targets.append(t) }
-                }
-                if items.isEmpty { r.problem(o.path("targets"), "expected at least one target") }
-                c.targets = targets
+                let key = o.path("targets")
+                let targets = items.enumerated().compactMap { i, item in r.target(item, at: key + "[\(i)]").map { (i, $0) } }
+                if items.isEmpty { r.problem(key, "expected at least one target") }
+                // Two equal targets would give two equal Prometheus series, which node_exporter refuses.
+                c.targets = r.firstOfEach(targets, key: key, what: "target") { $0 == $1 }
             }
             o.optionalObject("modems") { m in
                 m.bool("enabled") { c.modems.enabled = $0 }
                 m.optionalArray("ports") { items in
-                    c.modems.ports = items.enumerated().compactMap { i, item in
-                        r.modemPort(item, at: m.path("ports") + "[\(i)]")
-                    }
+                    let key = m.path("ports")
+                    let ports = items.enumerated().compactMap { i, item in r.modemPort(item, at: key + "[\(i)]").map { (i, $0) } }
+                    // One monitor per port: two on one port would fight over its client ids.
+                    c.modems.ports = r.firstOfEach(ports, key: key, what: "port path") { $0.path == $1.path }
                 }
                 m.number("request_timeout_seconds", in: 0.1...120, unit: "seconds") {
                     c.modems.requestTimeoutSeconds = $0
@@ -201,17 +207,17 @@ extension AgentConfig {
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
                 w.optionalArray("interfaces") { items in
-                    c.wifi.interfaces = items.enumerated().compactMap { i, item in
-                        r.interfaceName(item, at: w.path("interfaces") + "[\(i)]")
-                    }
+                    let key = w.path("interfaces")
+                    let names = items.enumerated().compactMap { i, item in r.interfaceName(item, at: key + "[\(i)]").map { (i, $0) } }
+                    c.wifi.interfaces = r.firstOfEach(names, key: key, what: "interface") { $0 == $1 }
                 }
                 w.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.wifi.pollIntervalSeconds = $0 }
             }
             o.optionalObject("interface_kinds") { k in
                 for (name, value) in k.members {
                     let path = k.path(name)
-                    guard r.isInterfaceName(name) else {
-                        r.problem(path, "expected an interface name (1-15 characters, no '/' or spaces) as the key")
+                    if let why = InterfaceName.problem(name) {
+                        r.problem(path, "expected \(InterfaceName.expected) as the key, found \(r.show(.string(name))): \(why)")
                         continue
                     }
                     let kinds = InterfaceKind.allCases.map(\.rawValue)
@@ -228,11 +234,8 @@ extension AgentConfig {
             }
             o.optionalObject("prometheus") { p in
                 if let v = p.value("textfile"), !v.isNull {
-                    if let s = v.stringValue, s.hasPrefix("/"), s.hasSuffix(".prom") {
-                        c.prometheusTextfile = s
-                    } else {
-                        r.problem(p.path("textfile"), "expected an absolute path ending in .prom (node_exporter reads "
-                            + "only *.prom), or null, found \(r.show(v))")
+                    p.filePath("textfile", suffix: ".prom", because: "node_exporter reads only *.prom", orNull: true) {
+                        c.prometheusTextfile = $0
                     }
                 }
             }
@@ -277,13 +280,26 @@ private final class ConfigReader {
         o.rejectUnknown()
     }
 
-    func isInterfaceName(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.count <= 15 && !s.contains("/") && !s.contains(" ") && s != "." && s != ".."
+    /// The first of each set of equal items (with their array indices); each later one is a problem naming the first.
+    func firstOfEach<T>(_ items: [(Int, T)], key: String, what: String, same: (T, T) -> Bool) -> [T] {
+        var kept: [(Int, T)] = []
+        for (i, item) in items {
+            if let (j, _) = kept.first(where: { same($0.1, item) }) {
+                problem("\(key)[\(i)]", "the same \(what) as \(key)[\(j)]")
+            } else {
+                kept.append((i, item))
+            }
+        }
+        return kept.map(\.1)
     }
 
     func interfaceName(_ v: JSON, at path: String) -> String? {
-        guard let s = v.stringValue, isInterfaceName(s) else {
-            problem(path, "expected an interface name (1-15 characters, no '/' or spaces), found \(show(v))")
+        guard let s = v.stringValue else {
+            problem(path, "expected \(InterfaceName.expected), found \(show(v))")
+            return nil
+        }
+        if let why = InterfaceName.problem(s) {
+            problem(path, "expected \(InterfaceName.expected), found \(show(v)): \(why)")
             return nil
         }
         return s
@@ -325,9 +341,7 @@ private final class ConfigReader {
         var port: ModemPortSpec?
         object(v, at: path) { o in
             var devicePath: String?
-            o.string("path", nonEmpty: true) { s in
-                if s.hasPrefix("/") { devicePath = s } else { self.problem(o.path("path"), "expected an absolute device path, found \"\(s)\"") }
-            }
+            o.filePath("path", what: "an absolute device path") { devicePath = $0 }
             if o.value("path") == nil { problem(o.path("path"), "missing; expected a device path like /dev/cdc-wdm0") }
             var proto: ModemProtocol?
             if let p = o.value("protocol"), !p.isNull {
@@ -426,7 +440,15 @@ private final class ConfigReader {
             var timeout = 2.0
             o.number("timeout_seconds", in: 0.1...30, unit: "seconds") { timeout = $0 }
             var query = "."
-            o.string("query", nonEmpty: true) { query = $0 }
+            o.string("query", nonEmpty: true) { q in
+                if kind != .dns {
+                    problem(o.path("query"), "only for kind dns (a TCP probe sends no query)")
+                } else if q == "." || IPAddressText.isHostName(q) {
+                    query = q
+                } else {
+                    problem(o.path("query"), "expected \".\" or a domain name to ask for, found \(show(.string(q)))")
+                }
+            }
             if let kind, let host {
                 probe = AgentConfig.Probe(kind: kind, host: host, port: port, timeoutSeconds: timeout, query: query)
             }
@@ -486,6 +508,28 @@ private final class ObjectReader {
             return
         }
         set(s)
+    }
+
+    /// A path a daemon opens (`FilePathText`: absolute, no NUL, a file), with a required suffix when given.
+    func filePath(
+        _ key: String, what: String = FilePathText.expected, suffix: String? = nil, because: String? = nil,
+        orNull: Bool = false, _ set: (String) -> Void
+    ) {
+        guard let v = value(key) else { return }
+        var expected = what
+        if let suffix { expected += " ending in \(suffix)" + (because.map { " (\($0))" } ?? "") }
+        if orNull { expected += ", or null" }
+        guard let s = v.stringValue else {
+            reader.problem(path(key), "expected \(expected), found \(reader.show(v))")
+            return
+        }
+        if let why = FilePathText.problem(s) {
+            reader.problem(path(key), "expected \(expected), found \(reader.show(v)): \(why)")
+        } else if let suffix, !s.hasSuffix(suffix) {
+            reader.problem(path(key), "expected \(expected), found \(reader.show(v))")
+        } else {
+            set(s)
+        }
     }
 
     func bool(_ key: String, _ set: (Bool) -> Void) {

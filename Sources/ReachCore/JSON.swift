@@ -311,6 +311,20 @@ private struct JSONParser {
         }
     }
 
+    /// The index of the first byte that does not begin a well-formed UTF-8 sequence (RFC 3629 §4), nil when all do.
+    static func firstInvalidUTF8(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var index = bytes.startIndex
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case let .valid(encoded): index += encoded.count
+            case .emptyInput: return nil
+            case .error: return index
+            }
+        }
+    }
+
     mutating func parseHex4() throws(JSONParseError) -> UInt32 {
         guard pos + 4 <= bytes.count else { throw error("truncated \\u escape") }
         var v: UInt32 = 0
@@ -336,7 +350,8 @@ private struct JSONParser {
         func flushRun(_ p: inout JSONParser, to end: Int, into s: inout String.UnicodeScalarView) throws(JSONParseError) {
             if end > runStart {
                 guard let chunk = String(validating: p.bytes[runStart..<end], as: UTF8.self) else {
-                    throw p.error("invalid UTF-8 in a string", at: runStart)
+                    let bad = JSONParser.firstInvalidUTF8(p.bytes[runStart..<end]) ?? runStart
+                    throw p.error("invalid UTF-8 (byte 0x\(String(p.bytes[bad], radix: 16, uppercase: true))) in a string", at: bad)
                 }
                 s.append(contentsOf: chunk.unicodeScalars)
             }

@@ -6,9 +6,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-
-/// `read(2)`, reachable from inside `SysFS` (whose own `read` method shadows the global name).
-private func posixRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int { read(fd, buffer, count) }
+import ReachFiles
 
 struct SysFS: Sendable {
     /// The directory that stands for "/sys" (or "/dev").
@@ -38,21 +36,11 @@ struct SysFS: Sendable {
         return names.sorted()
     }
 
-    /// A small text file's contents without the trailing newline, or nil. The corresponding C functions are
-    /// `open` and `read`.
+    /// A small text file's contents without the trailing newline, or nil: read through `BoundedRead` (a regular
+    /// file of at most `limit` bytes, links followed as sysfs needs, never blocking).
     func read(_ path: String, limit: Int = 4096) -> String? {
-        let fd = open(full(path), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: limit)
-        var count = 0
-        while count < limit {
-            let n = buffer.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress! + count, limit - count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            count += n
-        }
-        var text = String(decoding: buffer[..<count], as: UTF8.self)
+        guard case let .success(bytes) = BoundedRead.bytes(full(path), limit: limit, links: .follow) else { return nil }
+        var text = String(decoding: bytes, as: UTF8.self)
         while text.last == "\n" || text.last == " " { text.removeLast() }
         return text
     }

@@ -4,6 +4,7 @@
 
 import Glibc
 import ReachCore
+import ReachFiles
 
 struct SysfsLinkFacts {
     let root: String
@@ -53,20 +54,11 @@ enum SysFS {
         path.split(separator: "/").last.map(String.init) ?? path
     }
 
-    /// A small text file's contents (sysfs attributes are at most a page), or nil.
+    /// A small text file's contents (sysfs attributes are at most a page), or nil. Read through `BoundedRead`: a
+    /// regular file only (links followed: sysfs is made of them), never blocking, at most `limit` bytes.
     static func readFile(_ path: String, limit: Int = 65536) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while out.count < limit {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            out.append(contentsOf: buf[0..<n])
-        }
-        return String(decoding: out, as: UTF8.self)
+        guard case let .success(bytes) = BoundedRead.bytes(path, limit: limit, links: .follow) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// if_indextoname.

@@ -39,18 +39,37 @@ enum Reach {
         options: [OptionSpec("version", help: "Print the version and exit.")])
 
     static func main() async {
-        exit(await run(Array(CommandLine.arguments.dropFirst())))
+        switch CommandLineParser.arguments() {
+        case let .success(arguments): exit(await run(arguments))
+        case let .failure(e): exit(usageError(e.message, command: nil))
+        }
     }
 
     static func run(_ arguments: [String]) async -> Int32 {
         var arguments = arguments
         var command: any Subcommand.Type = Status.self
         switch arguments.first {
-        case "--version":
-            print(GatewayReachVersion.string)
-            return ExitStatus.ok
-        case "--help", "-h", "help":
-            print(CommandLineParser.help(spec, program: "reach", subcommands: subcommands.map { $0.spec }))
+        case "--version", "--help", "-h":
+            // Whatever follows must be valid too: `reach --version --bogus` is a usage error, not a version.
+            do {
+                let parsed = try CommandLineParser.parse(arguments, spec)
+                print(parsed.flag("help")
+                      ? CommandLineParser.help(spec, program: "reach", subcommands: subcommands.map { $0.spec })
+                      : GatewayReachVersion.string)
+                return ExitStatus.ok
+            } catch {
+                return usageError(error.message, command: nil)
+            }
+        case "help":
+            // `reach help` or `reach help COMMAND`.
+            guard arguments.count > 1 else {
+                print(CommandLineParser.help(spec, program: "reach", subcommands: subcommands.map { $0.spec }))
+                return ExitStatus.ok
+            }
+            guard arguments.count == 2, let found = subcommands.first(where: { $0.spec.name == arguments[1] }) else {
+                return usageError("'help' takes one command name (commands: \(subcommands.map { $0.spec.name }.joined(separator: ", ")))", command: nil)
+            }
+            print(CommandLineParser.help(found.spec, program: "reach \(found.spec.name)"))
             return ExitStatus.ok
         case let name? where !name.hasPrefix("-"):
             guard let found = subcommands.first(where: { $0.spec.name == name }) else {
@@ -68,11 +87,13 @@ enum Reach {
         }
         do {
             let parsed = try CommandLineParser.parse(arguments, command.spec)
+            // Every option is checked before --help is answered: `reach status --help --wifi ''` is a usage error.
+            let instance = try command.init(parsed)
             if parsed.flag("help") {
                 print(CommandLineParser.help(command.spec, program: "reach \(command.spec.name)"))
                 return ExitStatus.ok
             }
-            return try await command.init(parsed).run()
+            return await instance.run()
         } catch {
             return usageError(error.message, command: command.spec.name)
         }
@@ -84,6 +105,27 @@ enum Reach {
         printError("\(prefix): error: \(message)\nSee '\(prefix) --help'.")
         return ExitStatus.usage
     }
+}
+
+/// `--config FILE`, shared by every subcommand: a file name (relative names are the working directory's).
+func configOption(_ p: ParsedArguments) throws(UsageError) -> String? {
+    try CommandLineParser.checked(p, "config", expected: "a configuration file") { $0.isEmpty ? "an empty name" : nil }
+}
+
+/// An output path from the command line, made absolute against the working directory (so the messages name the
+/// file that is written) and checked as the config's paths are (`FilePathText`).
+func outputPath(_ text: String, option: String) throws(UsageError) -> String {
+    var path = text
+    if !text.hasPrefix("/") && !text.isEmpty {
+        guard let cwd = getcwd(nil, 0) else {
+            throw UsageError("'--\(option)' '\(text)': the working directory has no name (\(String(cString: strerror(errno)))); give an absolute path")
+        }
+        defer { free(cwd) }
+        let dir = String(cString: cwd)
+        path = (dir == "/" ? "" : dir) + "/" + text
+    }
+    if let why = FilePathText.problem(path) { throw UsageError("'--\(option)' expects a file name, got '\(text)': \(why)") }
+    return path
 }
 
 /// Writes a line to standard error, whole (retrying EINTR and short writes).

@@ -251,4 +251,50 @@ import Testing
         #expect(l.map { $0["event"]?["type"]?.stringValue ?? "?" } == ["start", "change", "change"])
         #expect(l[1]["reachable"] == .bool(false) && l[2]["reachable"] == .bool(true))
     }
+
+    /// d680fe5 parsed `watch --resolve-timeout` and then resolved with the 3 s default. Here the namespace's only DNS
+    /// server never answers (a neighbour entry that leads nowhere), so the first line carries the timeout that was
+    /// given.
+    @Test func watchHonoursResolveTimeout() async throws {
+        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+        let ns = try Self.namespace()
+        try ns.ip("neigh", "add", "192.0.2.53", "lladdr", "02:00:00:00:00:35", "dev", "veth0", "nud", "permanent")
+        try ns.etc("resolv.conf", "nameserver 192.0.2.53\noptions timeout:5 attempts:2\n")
+        let dir = try makeTempDir("reach-resolve")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#.write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
+        let watch = try await Spawned.start(
+            ["ip", "netns", "exec", ns.name, TestPaths.reach, "watch", "--json", "--host", "gateway.reach-test.invalid",
+             "--resolve-timeout", "0.4", "--config", dir + "/c.json"],
+            stdout: .capture, stderr: .capture)
+        func lines() -> [JSON] {
+            (watch.stdout?.text ?? "").split(separator: "\n").compactMap { try? JSON.parse(String($0)) }
+        }
+        try #require(await Self.waitFor("start") { lines().count >= 1 }, "\(watch.errorText)")
+        watch.signal(SIGINT)
+        #expect(await watch.wait(timeout: 10) == 0)
+        let error = lines()[0]["target"]?["error"]?.stringValue ?? ""
+        #expect(error.contains("resolving 'gateway.reach-test.invalid' timed out after 0.4 seconds"), "\(lines()[0])")
+    }
+
+    /// Under a supervisor that collects standard output (procd, s6, runit; journald's stream is a socket, which only
+    /// the descriptor itself can reach), report.path /dev/stdout writes the lines there: never rotated, never replaced.
+    @Test func reportLinesGoToStandardOutput() async throws {
+        let dir = try makeTempDir("reach-stdout")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.config(report: "/dev/stdout", interval: 0.05, rotateBytes: 4096)
+            .write(toFile: dir + "/c.json", atomically: true, encoding: .utf8)
+        let agent = try await Spawned.start([TestPaths.reach, "agent", "--config", dir + "/c.json"], stdout: .capture, stderr: .capture)
+        func lines() -> [JSON] { (agent.stdout?.text ?? "").split(separator: "\n").map { (try? JSON.parse(String($0))) ?? .null } }
+        // Past rotate_bytes many times over: a stream is not rotated.
+        #expect(await Self.waitFor("lines") { (agent.stdout?.text.utf8.count ?? 0) > 3 * 4096 }, "\(agent.errorText)")
+        let status = await agent.stop(grace: 10)
+        #expect(status == 0, "\(agent.errorText)")
+        let l = lines()
+        #expect(!l.contains(.null), "every line whole")
+        #expect(l.first?["event"]?["type"] == .string("start") && l.last?["event"]?["type"] == .string("stop"))
+        #expect(l.compactMap { $0["event"]?["seq"]?.intValue } == Array(1...Int64(l.count)))
+        #expect(!FileManager.default.fileExists(atPath: "/dev/stdout.1"))
+        #expect(!agent.errorText.contains("rotation"), "no rotation was even tried: \(agent.errorText)")
+    }
 }

@@ -152,19 +152,23 @@ final class ScriptedFileSystem: FileSystem, @unchecked Sendable {
     var openFailures: [Int32] = []
     var writes = 0
 
-    func openAppend(_ path: String) -> Result<Int32, SystemError> {
+    /// Paths that open as a stream (a character device or FIFO): no rotation, no truncation.
+    var streams: Set<String> = []
+    var replaced = 0
+
+    func openAppend(_ path: String) -> Result<SafeWrite.Appendable, SystemError> {
         if !openFailures.isEmpty { return .failure(SystemError("open", errno: openFailures.removeFirst())) }
         if files[path] == nil { files[path] = [] }
         nextFD += 1
         fds[nextFD] = path
-        return .success(nextFD)
+        return .success(SafeWrite.Appendable(fd: nextFD, kind: streams.contains(path) ? .characterDevice : .regular))
     }
 
-    func openTruncate(_ path: String) -> Result<Int32, SystemError> {
-        files[path] = []
-        nextFD += 1
-        fds[nextFD] = path
-        return .success(nextFD)
+    func replace(_ path: String, with bytes: [UInt8], mode: UInt32) -> Result<Void, SystemError> {
+        if !openFailures.isEmpty { return .failure(SystemError("open", errno: openFailures.removeFirst())) }
+        replaced += 1
+        files[path] = bytes
+        return .success(())
     }
 
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, SystemError> {
@@ -197,21 +201,24 @@ final class ScriptedFileSystem: FileSystem, @unchecked Sendable {
         return .success(())
     }
 
-    func sync(_ fd: Int32) -> Result<Void, SystemError> { .success(()) }
-
-    func rename(_ from: String, _ to: String) -> Result<Void, SystemError> {
-        guard let data = files[from] else { return .failure(SystemError("rename", errno: ENOENT)) }
-        files[to] = data
-        files[from] = nil
-        for (fd, p) in fds where p == from { fds[fd] = to }
+    /// path.keep removed, path.N-1 → path.N, …, path → path.1 (open descriptors follow their file, as in the kernel).
+    func rotate(_ path: String, keep: Int) -> Result<Void, SystemError> {
+        func move(_ from: String, _ to: String) {
+            guard let data = files[from] else { return }
+            files[to] = data
+            files[from] = nil
+            for (fd, p) in fds where p == from { fds[fd] = to }
+        }
+        if keep == 0 {
+            files[path] = nil
+            return .success(())
+        }
+        files["\(path).\(keep)"] = nil
+        for i in stride(from: keep - 1, through: 1, by: -1) { move("\(path).\(i)", "\(path).\(i + 1)") }
+        move(path, "\(path).1")
         return .success(())
     }
 
-    func unlink(_ path: String) -> Result<Void, SystemError> {
-        files[path] == nil ? .failure(SystemError("unlink", errno: ENOENT)) : { files[path] = nil; return .success(()) }()
-    }
-
-    func makeDirectory(_ path: String) -> Result<Void, SystemError> { .success(()) }
     func close(_ fd: Int32) { fds[fd] = nil }
 
     func lines(_ path: String) -> [String] {

@@ -69,7 +69,8 @@ func makeTempDir(_ prefix: String) throws -> String {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = PrometheusTextfile(path: dir + "/reach.prom", logger: testLogger())
         #expect(file.write(PrometheusText.render(Self.sample())))
-        #expect(!FileManager.default.fileExists(atPath: dir + "/reach.prom.tmp"))
+        // No temporary file left beside it (node_exporter would not read one, but it must not pile up).
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["reach.prom"])
 
         // A free port: bind port 0 on loopback, read it back, close, hand it to node_exporter.
         let port = try freeLoopbackPort()

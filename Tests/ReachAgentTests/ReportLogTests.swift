@@ -1,6 +1,7 @@
 import Glibc
 import ReachAgent
 import ReachCore
+import ReachTestSupport
 import Testing
 
 @Suite struct ReportLogTests {
@@ -105,5 +106,66 @@ import Testing
         #expect(text.hasSuffix("\n"))
         #expect(access(p + ".1", F_OK) == 0)
         #expect(access(p + ".2", F_OK) != 0)
+    }
+
+    /// A stream (device, FIFO, our standard output) is never rotated, whatever its size.
+    @Test func aStreamIsNeverRotated() throws {
+        let fs = ScriptedFileSystem()
+        fs.streams = [path]
+        let log = ReportLog(settings: .init(path: path, rotateBytes: 200, rotateKeep: 2), fileSystem: fs, logger: testLogger())
+        for i in 1...12 { #expect(log.append(line(i), time: t(Int64(i)))) }
+        #expect(fs.lines(path).count == 12)
+        #expect(fs.files[path + ".1"] == nil)
+        #expect(log.stats.rotations == 0)
+    }
+
+    /// d680fe5 renamed a report log on a copy of /dev/null to .1/.2 and made a regular file in its place. Now the
+    /// device is written in place, lines count as written, and no rotated file ever appears.
+    @Test func aDeviceAsTheReportLogIsWrittenInPlaceAndNeverRotated() throws {
+        guard rootOnly("mknod") else { return }
+        let s = try Scratch("log-dev")
+        try s.device("reach.jsonl", major: 1, minor: 3)
+        let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 4096, rotateKeep: 2), logger: testLogger())
+        for i in 1...200 { #expect(log.append(line(i), time: t(Int64(i)))) }
+        #expect(log.stats.linesWritten == 200 && log.stats.rotations == 0)
+        #expect(s.names() == ["reach.jsonl"])
+        #expect(s.kind("reach.jsonl") == .characterDevice && s.rdev("reach.jsonl") == UInt(devNumber(1, 3)))
+    }
+
+    /// A copy of /dev/full: every line is counted as dropped, never as written, and the device stays.
+    @Test func aFullDeviceDropsLinesAndStaysADevice() throws {
+        guard rootOnly("mknod") else { return }
+        let s = try Scratch("log-full")
+        try s.device("reach.jsonl", major: 1, minor: 7)
+        let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 4096, rotateKeep: 2), logger: testLogger())
+        for i in 1...5 { #expect(!log.append(line(i), time: t(Int64(i)))) }
+        #expect(log.stats.linesWritten == 0 && log.stats.linesDropped == 5)
+        #expect(s.names() == ["reach.jsonl"] && s.kind("reach.jsonl") == .characterDevice)
+    }
+
+    /// A link at the report path is never written through: lines are dropped (and counted) until it is gone.
+    @Test func aLinkAtTheReportPathIsRefused() throws {
+        let s = try Scratch("log-link")
+        try s.write("victim", "precious\n")
+        try s.link("reach.jsonl", to: s.path("victim"))
+        let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 0, rotateKeep: 0), logger: testLogger())
+        #expect(!log.append(line(1), time: t(1)))
+        #expect(s.read("victim") == "precious\n" && s.kind("reach.jsonl") == .symbolicLink)
+        #expect(unlink(s.path("reach.jsonl")) == 0)
+        #expect(log.append(line(2), time: t(2)))
+        #expect(try JSON.parse(s.read("reach.jsonl")!.split(separator: "\n")[0].description)["dropped_lines"] == .int(1))
+    }
+
+    /// A FIFO planted at a rotated name: rotation is refused (counted as an error, tried again later), the FIFO stays,
+    /// and the lines keep going to the current file.
+    @Test func rotationLeavesAFIFOAtARotatedNameAlone() throws {
+        let s = try Scratch("log-rot-fifo")
+        try s.fifo("reach.jsonl.1")
+        let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 4096, rotateKeep: 2), logger: testLogger())
+        for i in 1...100 { #expect(log.append(line(i), time: t(Int64(i)))) }
+        #expect(log.stats.rotations == 0 && log.stats.errors > 0)
+        #expect(s.kind("reach.jsonl.1") == .fifo)
+        #expect(s.names() == ["reach.jsonl", "reach.jsonl.1"])
+        #expect(s.read("reach.jsonl")?.split(separator: "\n").count == 100)
     }
 }

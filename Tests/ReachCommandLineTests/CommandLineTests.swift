@@ -68,4 +68,37 @@ import Testing
             #expect(text.contains(needle), "\(needle)")
         }
     }
+
+    @Test func checkedValuesNameTheOptionAndTheProblem() throws {
+        let p = try CommandLineParser.parse(["--address", ""], Self.spec)
+        #expect(try CommandLineParser.checked(ParsedArguments(), "address", expected: "x") { _ in "never" } == nil)
+        #expect(throws: UsageError("'--address' expects an address, got '': empty")) {
+            try CommandLineParser.checked(p, "address", expected: "an address") { $0.isEmpty ? "empty" : nil }
+        }
+        let q = try CommandLineParser.parse(["--address", "192.0.2.1"], Self.spec)
+        #expect(try CommandLineParser.checked(q, "address", expected: "an address") { _ in nil } == "192.0.2.1")
+    }
+
+    /// argv as the kernel hands it over: bytes that are not UTF-8 are refused, never turned into U+FFFD.
+    @Test func argumentsMustBeUTF8() throws {
+        func run(_ args: [[UInt8]]) -> Result<[String], UsageError> {
+            let cStrings = args.map { bytes -> UnsafeMutablePointer<CChar>? in
+                let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+                for (i, b) in bytes.enumerated() { p[i] = CChar(bitPattern: b) }
+                p[bytes.count] = 0
+                return p
+            }
+            defer { cStrings.forEach { $0?.deallocate() } }
+            var argv = cStrings + [nil]
+            return argv.withUnsafeMutableBufferPointer {
+                CommandLineParser.arguments(count: Int32(args.count), argv: $0.baseAddress!)
+            }
+        }
+        #expect(try run([Array("reach".utf8), Array("--wifi".utf8), Array("wlän0".utf8)]).get() == ["--wifi", "wlän0"])
+        #expect(try run([Array("reach".utf8)]).get() == [])
+        let bad = run([Array("reach".utf8), Array("diag".utf8), Array("/tmp/b".utf8) + [0xFF, 0x41]])
+        #expect(throws: UsageError("argument 2 is not valid UTF-8: '/tmp/b\\xFFA'")) { try bad.get() }
+        // An overlong '/' (C0 AF) is not UTF-8 either.
+        #expect(throws: UsageError.self) { try run([Array("reach".utf8), [0x2E, 0xC0, 0xAF]]).get() }
+    }
 }

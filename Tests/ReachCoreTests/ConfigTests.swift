@@ -47,7 +47,27 @@ import Testing
         (#"{"report":{"interval_seconds":"60"}}"#, "report.interval_seconds", "found \"60\""),
         (#"{"report":{"intervall_seconds":60}}"#, "report.intervall_seconds", "unknown key"),
         (#"{"report":{"rotate_keep":1.5}}"#, "report.rotate_keep", "expected an integer from 0 to 100"),
-        (#"{"report":{"path":""}}"#, "report.path", "non-empty string"),
+        (#"{"report":{"path":""}}"#, "report.path", "an empty path"),
+        // Paths a daemon opens from "/": absolute, NUL-free, a file (d680fe5 took all three).
+        (#"{"report":{"path":"reach.jsonl"}}"#, "report.path", "expected an absolute file path, found \"reach.jsonl\": not an absolute path"),
+        (#"{"report":{"path":"/var/log/reach/\u0000/etc/passwd"}}"#, "report.path", "contains U+0000 (NUL)"),
+        (#"{"report":{"path":"/var/log/reach/"}}"#, "report.path", "names a directory"),
+        (#"{"report":{"path":7}}"#, "report.path", "expected an absolute file path, found 7"),
+        (#"{"prometheus":{"textfile":"reach.prom"}}"#, "prometheus.textfile", "not an absolute path"),
+        (#"{"prometheus":{"textfile":"/var/lib/node/\u0000.prom"}}"#, "prometheus.textfile", "contains U+0000 (NUL)"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0\u0000"}]}}"#, "modems.ports[0].path", "contains U+0000"),
+        (#"{"wifi":{"interfaces":[""]}}"#, "wifi.interfaces[0]", "an empty name"),
+        (#"{"wifi":{"interfaces":["eth0:1"]}}"#, "wifi.interfaces[0]", "contains ':'"),
+        (#"{"wifi":{"interfaces":["wlan\t0"]}}"#, "wifi.interfaces[0]", "white space"),
+        (#"{"wifi":{"interfaces":["wlan0123456789ab"]}}"#, "wifi.interfaces[0]", "longer than 15 bytes"),
+        (#"{"interface_kinds":{"":"wwan"}}"#, "interface_kinds.", "an empty name"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","interface":""}]}}"#, "modems.ports[0].interface", "an empty name"),
+        (#"{"probe":{"kind":"tcp","host":"192.0.2.1","query":"example.net"}}"#, "probe.query", "only for kind dns"),
+        // Duplicates: equal Prometheus series (node_exporter refuses the file), two monitors on one port.
+        (#"{"targets":[{"kind":"default"},{"kind":"link_local"},{"kind":"default"}]}"#, "targets[2]", "the same target as targets[0]"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0"},{"path":"/dev/cdc-wdm0","protocol":"qmi"}]}}"#, "modems.ports[1]", "the same port path as modems.ports[0]"),
+        (#"{"wifi":{"interfaces":["wlan0","wlan1","wlan0"]}}"#, "wifi.interfaces[2]", "the same interface as wifi.interfaces[0]"),
+        (#"{"probe":{"kind":"dns","host":"192.0.2.1","query":"two words"}}"#, "probe.query", "a domain name"),
         (#"{"report":[]}"#, "report", "expected an object"),
         (#"{"changes":{"hold_down_seconds":7200}}"#, "changes.hold_down_seconds", "from 0 to 3600"),
         (#"{"changes":{"bar_hysteresis_db":true}}"#, "changes.bar_hysteresis_db", "dB"),
@@ -107,6 +127,22 @@ import Testing
         #expect(lte?["rssi"] == .array([-113, -103, -97, -89].map { JSON.double($0) }))
     }
 
+    /// d680fe5 decoded the file with U+FFFD in place of bad bytes, so a path changed silently; now the byte is named
+    /// with its line and column.
+    @Test func invalidUTF8IsAnErrorWithLineAndColumn() {
+        let bytes = Array("{\n  \"report\": {\"path\": \"/var/log/r".utf8) + [0xFF] + Array("e.jsonl\"}\n}".utf8)
+        do {
+            _ = try AgentConfig.parse(bytes: bytes)
+            Issue.record("accepted invalid UTF-8")
+        } catch {
+            #expect(error.description == "not valid JSON: line 2, column 33: invalid UTF-8 (byte 0xFF) in a string")
+        }
+        // An overlong encoding of '/' (0xC0 0xAF) and a lone continuation byte are refused the same way.
+        for bad: [UInt8] in [[0xC0, 0xAF], [0x80], [0xED, 0xA0, 0x80]] {
+            #expect(throws: ConfigError.self) { try AgentConfig.parse(bytes: Array(#"{"report":{"path":"/x"#.utf8) + bad + Array(#""}}"#.utf8)) }
+        }
+    }
+
     @Test func syntaxErrorGivesLineAndColumn() {
         do {
             _ = try AgentConfig.parse("{\n  \"report\": {\"path\": \"/x\",}\n}")
@@ -131,5 +167,28 @@ import Testing
     ])
     func hostNameSyntax(text: String, valid: Bool) {
         #expect(IPAddressText.isHostName(text) == valid)
+    }
+
+    /// The kernel's rule for interface names (net/core/dev.c dev_valid_name), with names real gateways use.
+    @Test(arguments: [
+        ("wwan0", true), ("wlp2s0", true), ("enx0250f2000000", true), ("rmnet_data0", true), ("br-lan", true),
+        ("wlan0.sta1", true), ("ppp0", true), ("", false), ("eth0:1", false), ("a/b", false), (".", false),
+        ("..", false), ("wlan 0", false), ("wlan\n0", false), ("abcdefghijklmnop", false), ("abcdefghijklmno", true),
+        ("wlän0", true), ("x\u{0}", false),
+    ])
+    func interfaceNames(name: String, valid: Bool) {
+        #expect(InterfaceName.isValid(name) == valid, "\(name)")
+    }
+
+    @Test(arguments: [
+        ("/var/log/reach/reach.jsonl", nil), ("/overlay/reach/reach.jsonl", nil), ("/dev/stdout", nil),
+        ("/var/lib/prometheus/node-exporter/reach.prom", nil), ("reach.jsonl", "not an absolute path"),
+        ("./reach.jsonl", "not an absolute path"), ("", "an empty path"), ("/var/log/reach/", "names a directory, not a file"),
+        ("/", "names a directory, not a file"), ("/var/log/..", "names a directory, not a file"),
+        ("/var/log/\u{0}/x", "contains U+0000 (NUL)"), ("/" + String(repeating: "a", count: 256), "a component longer than 255 bytes"),
+        (String(repeating: "/aaaaaaa", count: 512), "longer than 4095 bytes"),
+    ] as [(String, String?)])
+    func filePaths(path: String, problem: String?) {
+        #expect(FilePathText.problem(path) == problem, "\(path)")
     }
 }

@@ -26,7 +26,7 @@ extension Reach {
         var checkConfig: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
-            config = p.value("config")
+            config = try configOption(p)
             checkConfig = p.flag("check-config")
         }
 

@@ -21,7 +21,7 @@ extension Reach {
                 """,
             options: [
                 OptionSpec("json", help: "Print one JSON object (checks, verdict, snapshot) instead of text."),
-                OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config)."),
+                OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config); '-' or /dev/stdout streams it to standard output (the checks then go to standard error)."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
             ])
@@ -33,25 +33,27 @@ extension Reach {
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
-            bundle = p.value("bundle")
             showIdentifiers = p.flag("show-identifiers")
-            config = p.value("config")
-            if let bundle, bundle.isEmpty || bundle.hasSuffix("/") {
-                throw UsageError("--bundle needs a file name, got '\(bundle)'")
+            config = try configOption(p)
+            if let b = p.value("bundle") {
+                bundle = b == "-" || SafeWrite.ownDescriptor(b) != nil ? b : try outputPath(b, option: "bundle")
             }
         }
 
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers)
-            print(json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text())
+            // The bundle on standard output: the checks go to standard error, so the archive stays whole.
+            let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
+            let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text()
+            if bundleToStdout { printError(out) } else { print(out) }
             if let bundle {
                 let bytes = SupportBundle.build(report: report, config: cfg, showIdentifiers: showIdentifiers)
                 if case let .failure(e) = SupportBundle.write(bytes, to: bundle) {
                     printError("reach: cannot write the bundle: \(e)")
                     return ExitStatus.cannotCreate
                 }
-                if !json { print("bundle: \(bundle) (\(bytes.count) bytes)") }
+                if !json && !bundleToStdout { print("bundle: \(bundle) (\(bytes.count) bytes)") }
             }
             return Int32(report.verdict.exitCode)
         }

@@ -27,8 +27,13 @@ struct TargetOptions: Sendable {
             guard IPAddress(address) != nil else { throw UsageError("--address '\(address)' is not an IPv4 or IPv6 address") }
             target = .address(address)
         } else if let host {
-            guard !host.isEmpty, host.utf8.count <= 253 else { throw UsageError("--host '\(host)' is not a valid host name") }
-            target = IPAddress(host) != nil ? .address(host) : .host(host)
+            if IPAddress(host) != nil {
+                target = .address(host)
+            } else {
+                // The rule the config's targets use (RFC 1123): getaddrinfo would only fail later, and slower.
+                guard IPAddressText.isHostName(host) else { throw UsageError("--host '\(host)' is not a valid host name") }
+                target = .host(host)
+            }
         } else if p.flag("link-local") {
             target = .linkLocal
         }
@@ -44,7 +49,8 @@ extension Reach {
             discussion: """
                 Without a target option the default route is asked (IPv4 and IPv6). The configuration (--config, \
                 else \(AgentConfig.defaultPath) when it exists) supplies interface kinds, modem ports and the \
-                modem timeout; options override it.
+                modem timeout; options override it (a --modem or --wifi given here is read even when the \
+                configuration turns that source off).
                 Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
                 78 bad configuration.
                 """,
@@ -73,9 +79,9 @@ extension Reach {
             targetOptions = try TargetOptions(p)
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
-            wifi = p.value("wifi")
+            wifi = try CommandLineParser.checked(p, "wifi", expected: InterfaceName.expected, InterfaceName.problem)
             showIdentifiers = p.flag("show-identifiers")
-            config = p.value("config")
+            config = try configOption(p)
             if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
             if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
             modemTimeout = p.value("modem-timeout") == nil
@@ -95,7 +101,9 @@ extension Reach {
                 proto = p
                 path = arg[..<colon]
             }
-            guard path.hasPrefix("/") else { throw UsageError("--modem '\(arg)': expected an absolute device path") }
+            if let why = FilePathText.problem(String(path)) {
+                throw UsageError("--modem '\(arg)': expected an absolute device path (\(why))")
+            }
             return ModemPortSpec(path: String(path), protocol: proto)
         }
 
@@ -105,9 +113,10 @@ extension Reach {
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),
-                readModems: !noModems && cfg.modems.enabled,
+                // A port or interface named here is read even when the configuration turns the source off.
+                readModems: !noModems && (modems != nil || cfg.modems.enabled),
                 wifiInterface: wifi,
-                readWiFi: !noWiFi && cfg.wifi.enabled,
+                readWiFi: !noWiFi && (wifi != nil || cfg.wifi.enabled),
                 modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,

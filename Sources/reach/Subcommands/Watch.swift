@@ -29,7 +29,7 @@ extension Reach {
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
-            config = p.value("config")
+            config = try configOption(p)
             targetOptions = try TargetOptions(p)
             if let text = p.value("hold-down") {
                 guard let v = Double(text), v >= 0, v <= 3600 else {
@@ -47,6 +47,9 @@ extension Reach {
             cfg.report.intervalSeconds = 86_400
             let logger = bootstrapLogging(.warning)
             let json = self.json
+            // --resolve-timeout bounds each lookup of a host target, as in `reach status`.
+            let route = KernelRouteSource(
+                interfaceOverrides: cfg.interfaceKinds, resolveTimeout: .seconds(targetOptions.resolveTimeout))
             let agent = AgentAssembly(
                 config: cfg, configPath: config, log: nil, prometheus: nil,
                 onLine: { type, line, snapshot, change in
@@ -57,7 +60,7 @@ extension Reach {
                         fflush(nil)
                     }
                 },
-                clock: ContinuousAgentClock(), reloadOnSIGHUP: false, logger: logger)
+                clock: ContinuousAgentClock(), route: route, reloadOnSIGHUP: false, logger: logger)
             do {
                 try await agent.run(logger: logger)
                 return ExitStatus.ok
