@@ -6,7 +6,7 @@
 // does when a carrier enables RSRQ/RSSNR next to RSRP.
 
 /// What a modem reported about its serving cell, in physical units. Absent means the modem did not say.
-public struct SignalMeasurement: Sendable, Equatable, Hashable {
+public struct SignalMeasurement: Sendable, Equatable, Hashable, Codable {
     public var rssi: Double?  // dBm
     public var rsrp: Double?  // dBm (LTE RSRP or NR SS-RSRP)
     public var rsrq: Double?  // dB

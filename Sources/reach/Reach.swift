@@ -28,6 +28,11 @@ enum ExitStatus {
 enum Reach {
     static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Diag.self]
 
+    /// The hidden command a modem worker runs as (ReachModem's ModemWorkerProcess): every modem is read in a process
+    /// of its own, so that a modem library that aborts or hangs on a hostile modem costs that modem's worker only.
+    static let modemWorkerCommand = "modem-worker"
+    static let modemWorker = ModemWorkerLaunch.currentExecutable([modemWorkerCommand])
+
     static let spec = CommandSpec(
         name: "reach",
         abstract: "Can packets leave this gateway, over what, and how good is the link?",
@@ -46,6 +51,10 @@ enum Reach {
         var arguments = arguments
         var command: any Subcommand.Type = Status.self
         switch arguments.first {
+        case modemWorkerCommand?:
+            // Started by reach itself with its socket on fd 3; one optional argument, the port, for `ps` only.
+            guard arguments.count <= 2 else { return usageError("modem-worker takes at most one argument", command: nil) }
+            return await ModemWorkerProcess.main()
         case "--version":
             print(GatewayReachVersion.string)
             return ExitStatus.ok

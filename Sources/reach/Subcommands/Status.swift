@@ -102,13 +102,15 @@ extension Reach {
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let configured = cfg.modems.ports
+            var modemOptions = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds))
+            modemOptions.worker = Reach.modemWorker
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),
                 readModems: !noModems && cfg.modems.enabled,
                 wifiInterface: wifi,
                 readWiFi: !noWiFi && cfg.wifi.enabled,
-                modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
+                modemOptions: modemOptions,
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds)
             let snapshot = await GatewayReach.status(request)
