@@ -252,6 +252,22 @@ final class WorkerProcess: Sendable {
     }
 }
 
+/// The stop switch of a worker that may not have been spawned yet.
+final class WorkerHandle: Sendable {
+    private let process = Mutex<WorkerProcess?>(nil)
+    private let stopped = Atomic<Bool>(false)
+
+    func attach(_ p: WorkerProcess) {
+        process.withLock { $0 = p }
+        if stopped.load(ordering: .acquiring) { p.stop() }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        process.withLock { $0 }?.stop()
+    }
+}
+
 /// One worker's run seen from async code: messages as they come, then how it ended.
 enum WorkerEvent: Sendable {
     case message(WorkerMessage)
@@ -261,30 +277,31 @@ enum WorkerEvent: Sendable {
 enum WorkerRun {
     /// Starts a worker for `job` and streams what it says, ending with `.ended`. Cancelling the consumer stops the
     /// worker (end of file on its socket, SIGKILL 2 s later).
+    ///
+    /// The worker is spawned from the thread that supervises it, which lives until the worker is reaped: the
+    /// worker's parent-death signal follows the thread that created it (prctl(2), PR_SET_PDEATHSIG), so spawning from
+    /// a pool thread that the runtime later retires would kill a healthy worker.
     static func events(_ launch: ModemWorkerLaunch, job: WorkerRequest.Job, timing: WorkerTiming, label: String)
         -> AsyncStream<WorkerEvent>
     {
         let (stream, continuation) = AsyncStream.makeStream(of: WorkerEvent.self, bufferingPolicy: .unbounded)
         let request = WorkerRequest(version: WorkerRequest.version, job: job, heartbeat: timing.heartbeat)
-        switch WorkerProcess.start(launch, request: request, label: label) {
-        case let .failure(end):
-            continuation.yield(.ended(end, fatalLog: nil))
-            continuation.finish()
-        case let .success(process):
-            continuation.onTermination = { _ in process.stop() }
-            let started = startThread {
+        let handle = WorkerHandle()
+        continuation.onTermination = { _ in handle.stop() }
+        let started = startThread {
+            switch WorkerProcess.start(launch, request: request, label: label) {
+            case let .failure(end):
+                continuation.yield(.ended(end, fatalLog: nil))
+            case let .success(process):
+                handle.attach(process)
                 let (end, log) = process.supervise(timing) { continuation.yield(.message($0)) }
                 continuation.yield(.ended(end, fatalLog: log))
-                continuation.finish()
             }
-            if !started {
-                process.stop()
-                kill(process.pid, SIGKILL)
-                var status: Int32 = 0
-                waitpid(process.pid, &status, 0)
-                continuation.yield(.ended(.notStarted("no thread to supervise it"), fatalLog: nil))
-                continuation.finish()
-            }
+            continuation.finish()
+        }
+        if !started {
+            continuation.yield(.ended(.notStarted("no thread to supervise it"), fatalLog: nil))
+            continuation.finish()
         }
         return stream
     }
