@@ -143,8 +143,8 @@ final class WorkerProcess: Sendable {
         let process = WorkerProcess(pid: pid, fd: pair[0])
         // The request is small and the socket buffer empty: this write does not block on a live child.
         if !sendAll(pair[0], frame) {
-            _ = process.supervise(WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)) { _ in }
-            return .failure(.notStarted("the worker closed its socket at once"))
+            // It is gone already (it could not run, or died at once): say how it ended.
+            return .failure(process.supervise(WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)) { _ in }.0)
         }
         return .success(process)
     }

@@ -24,7 +24,7 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     static let regressions: [HostileCase] = [
         // libmbim 1.28 `mbim_message_device_services_response_parse` → g_malloc0 of a size from the wire → GLib
         // aborts (SIGTRAP) in the reader.
-        HostileCase("mbim", "garbage", 15),
+        HostileCase("mbim", "garbage", 15), HostileCase("mbim", "garbage", 32), HostileCase("mbim", "garbage", 37),
     ]
 
     /// The fuzz stage's seeds (`scripts/test fuzz`): REACH_FUZZ_SEEDS per protocol (default 0: none in the unit
