@@ -33,6 +33,9 @@ enum Reach {
     static let modemWorkerCommand = "modem-worker"
     static let modemWorker = ModemWorkerLaunch.currentExecutable([modemWorkerCommand])
 
+    /// The worker launch for a configuration: `modems.worker` false reads modems in this process.
+    static func modemWorker(_ config: AgentConfig) -> ModemWorkerLaunch? { config.modems.worker ? modemWorker : nil }
+
     static let spec = CommandSpec(
         name: "reach",
         abstract: "Can packets leave this gateway, over what, and how good is the link?",

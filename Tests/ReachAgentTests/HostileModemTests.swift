@@ -1,5 +1,5 @@
 import Foundation
-import ReachAgent
+@testable import ReachAgent
 import ReachCore
 import ReachTestSupport
 import Testing
@@ -194,4 +194,12 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
             return (child, String(decoding: cmdline.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self))
         }
     }
+}
+
+/// A measure from a modem worker may be any finite double: printing it never traps.
+@Test func diagMeasureTextNeverTraps() {
+    #expect(DiagChecks.fmt(-95) == "-95")
+    #expect(DiagChecks.fmt(-92.5) == "-92.5")
+    #expect(DiagChecks.fmt(1e300) == "1e+300")
+    #expect(DiagChecks.fmt(-Double.greatestFiniteMagnitude).hasPrefix("-1.79"))
 }

@@ -43,7 +43,7 @@ extension Reach {
 
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
-            let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker)
+            let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg))
             print(json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text())
             if let bundle {
                 let bytes = SupportBundle.build(report: report, config: cfg, showIdentifiers: showIdentifiers)

@@ -103,7 +103,7 @@ extension Reach {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let configured = cfg.modems.ports
             var modemOptions = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds))
-            modemOptions.worker = Reach.modemWorker
+            modemOptions.worker = Reach.modemWorker(cfg)
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),

@@ -57,7 +57,7 @@ extension Reach {
                         fflush(nil)
                     }
                 },
-                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker, reloadOnSIGHUP: false, logger: logger)
+                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker(cfg), reloadOnSIGHUP: false, logger: logger)
             do {
                 try await agent.run(logger: logger)
                 return ExitStatus.ok
