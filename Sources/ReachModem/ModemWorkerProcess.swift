@@ -29,6 +29,10 @@ public enum ModemWorkerProcess {
             printError("reach modem-worker: this command is started by reach itself (fd 3 must be its socket)")
             return 64
         }
+        // Ctrl-C in a terminal, a terminal hang-up and systemd's stop reach the whole process group; the parent
+        // decides when its workers end (end of file on the socket), or dies and takes them along (PR_SET_PDEATHSIG).
+        // A worker killed by them first would be reported as failed in the parent's last line.
+        for s in [SIGHUP, SIGINT, SIGTERM] { signal(s, SIG_IGN) }
         let link = WorkerLink(fd: channel)
         let request: WorkerRequest
         switch link.readRequest(timeoutMs: 10_000) {

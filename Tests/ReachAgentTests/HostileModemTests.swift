@@ -176,6 +176,11 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
         let (status, log) = await agent.stop()
         #expect(status == 0, "\(log)")
         #expect(agent.lines.allSatisfy(Self.routeIntact))
+        // The SIGTERM went to the whole process group, as systemd's stop does: the worker ignores it and is ended by
+        // the agent, so the stop line still has the modem as read.
+        let last = try #require(agent.lines.last)
+        #expect(last["event"]?["type"] == .string("stop"))
+        #expect(modem(last)?["error"] == .null && modem(last)?["generation"] == .string("4g"), "\(last.serialized())")
         // Stopping the agent stops its workers (end of file on their sockets, else SIGKILL).
         #expect(await EndToEndTests.waitFor("workers gone", timeout: 5) { running.allSatisfy { kill($0, 0) != 0 } })
     }
