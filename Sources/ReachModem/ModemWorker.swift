@@ -230,11 +230,12 @@ final class WorkerProcess: Sendable {
     private func reap(blocking: Bool) -> WorkerEnd {
         var status: Int32 = 0
         if !blocking {
-            for _ in 0..<200 {
+            // End of file comes as the worker exits; its exit status a moment later.
+            for _ in 0..<2000 {
                 let r = waitpid(pid, &status, WNOHANG)
                 if r == pid { return WorkerProcess.end(status) }
                 if r < 0 && errno != EINTR { return .exited(-1) }
-                usleep(10_000)
+                usleep(1000)
             }
             Glibc.kill(pid, SIGKILL)
         }
@@ -343,10 +344,12 @@ public enum IsolatedModemReader {
     {
         var result: ModemState?
         var ending: (WorkerEnd, String?) = (.exited(0), nil)
-        for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
+        read: for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
             switch event {
             case let .message(.result(_, states)):
                 result = states.first.map { WorkerRun.bounded($0, spec: spec) }
+                // The answer is in: the worker is reaped on its supervising thread, nobody waits for that here.
+                break read
             case let .message(.ready(capabilities)) where capabilities != 0:
                 options.logger.warning(
                     "Modem worker kept capabilities", metadata: ["modem.device": "\(spec.path)", "capabilities": "\(capabilities)"])
