@@ -285,7 +285,9 @@ enum WorkerRun {
     static func events(_ launch: ModemWorkerLaunch, job: WorkerRequest.Job, timing: WorkerTiming, label: String)
         -> AsyncStream<WorkerEvent>
     {
-        let (stream, continuation) = AsyncStream.makeStream(of: WorkerEvent.self, bufferingPolicy: .unbounded)
+        // Bounded: a worker that floods its parent with states costs it at most this many (the newest are kept, and
+        // the last event, `.ended`, always is).
+        let (stream, continuation) = AsyncStream.makeStream(of: WorkerEvent.self, bufferingPolicy: .bufferingNewest(256))
         let request = WorkerRequest(version: WorkerRequest.version, job: job, heartbeat: timing.heartbeat)
         let handle = WorkerHandle()
         continuation.onTermination = { _ in handle.stop() }
