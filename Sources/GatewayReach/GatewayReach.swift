@@ -45,11 +45,12 @@ public struct StatusRequest: Sendable {
 public enum GatewayReach {
     /// One complete answer: route, modems and WiFi asked concurrently, merged and derived. Never throws; what could
     /// not be read is said in the snapshot (`error`, `sources`, a modem's `error`). Bounded in time by the modem
-    /// request timeout and the resolve timeout.
+    /// request timeout and the resolve timeout. Modems are read in worker processes when
+    /// `request.modemOptions.worker` is set (`IsolatedModemReader`), else in this process.
     public static func status(_ request: StatusRequest) async -> Snapshot {
         async let modems: (SourceHealth, [ModemState]) =
             request.readModems
-            ? ModemReader.read(request.modems, options: request.modemOptions)
+            ? IsolatedModemReader.read(request.modems, options: request.modemOptions)
             : (SourceHealth(available: false, reason: "not asked"), [])
         async let wifi: (SourceHealth, [WiFiLink]) =
             request.readWiFi

@@ -390,7 +390,9 @@ public enum DiagChecks {
                          hint: "the route exists but the endpoint does not answer: a firewall, a captive portal or an outage upstream")
     }
 
-    static func fmt(_ d: Double) -> String { d.rounded() == d ? String(Int(d)) : String(d) }
+    /// A measure as text: whole numbers without ".0". Bounded before the conversion: a reading from a worker may be
+    /// any finite double, and Int(1e300) would trap.
+    static func fmt(_ d: Double) -> String { d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : String(d) }
 }
 
 /// Masking of identifiers for output that may leave the device.

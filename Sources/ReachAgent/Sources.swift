@@ -68,7 +68,8 @@ public struct KernelRouteSource: RouteSource {
 }
 
 /// One modem through `ModemMonitor` (ReachModem): its indications drive the updates; the monitor polls only what
-/// the modem cannot announce, and reopens a lost port with backoff.
+/// the modem cannot announce, and reopens a lost port with backoff. With `options.read.worker` set the monitor runs
+/// in a supervised worker process (`IsolatedModemMonitor`), restarted with the same backoff when it fails.
 public struct IndicationModemSource: ModemSource {
     public var spec: ModemPortSpec
     public var options: ModemMonitorOptions
@@ -81,7 +82,7 @@ public struct IndicationModemSource: ModemSource {
     public var name: String { spec.path }
 
     public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
-        let monitor = ModemMonitor(spec, options: options)
+        let monitor = IsolatedModemMonitor(spec, options: options)
         let (stream, continuation) = AsyncStream.makeStream(
             of: (SourceHealth, [ModemState]).self, bufferingPolicy: .bufferingNewest(1))
         let task = Task {

@@ -63,6 +63,8 @@ public struct AgentConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Double = 5
         /// The poll used only when a modem sends no indications.
         public var pollIntervalSeconds: Double = 60
+        /// Each modem's I/O (libqmi/libmbim) in a supervised worker process of its own; false: in reach's process.
+        public var worker = true
         public init() {}
     }
 
@@ -203,6 +205,7 @@ extension AgentConfig {
                     c.modems.requestTimeoutSeconds = $0
                 }
                 m.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.modems.pollIntervalSeconds = $0 }
+                m.bool("worker") { c.modems.worker = $0 }
             }
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
@@ -615,6 +618,7 @@ extension AgentConfig {
                     ),
                     ("request_timeout_seconds", .double(modems.requestTimeoutSeconds)),
                     ("poll_interval_seconds", .double(modems.pollIntervalSeconds)),
+                    ("worker", .bool(modems.worker)),
                 ])
             ),
             (

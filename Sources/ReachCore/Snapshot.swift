@@ -34,13 +34,13 @@ public enum Target: Sendable, Equatable {
     public var allowsWWAN: Bool { self != .linkLocal }
 }
 
-public enum ModemProtocol: String, Sendable {
+public enum ModemProtocol: String, Sendable, Codable {
     case qmi, mbim
 }
 
 /// A modem control port named by the user (command line, config) or found in sysfs: `/dev/cdc-wdm0`,
 /// `/dev/wwan0qmi0`, or a simulator pty.
-public struct ModemPortSpec: Sendable, Equatable {
+public struct ModemPortSpec: Sendable, Equatable, Codable {
     public var path: String
     /// nil: decide from sysfs (driver qmi_wwan → QMI, cdc_mbim → MBIM, wwan port type).
     public var `protocol`: ModemProtocol?
@@ -55,7 +55,7 @@ public struct ModemPortSpec: Sendable, Equatable {
 }
 
 /// Identifiers that name a subscriber or a device. Printed only when the user asks (`--show-identifiers`).
-public struct ModemIdentifiers: Sendable, Equatable {
+public struct ModemIdentifiers: Sendable, Equatable, Codable {
     public var imei: String?
     public var imsi: String?
     public var iccid: String?
@@ -72,7 +72,7 @@ public struct ModemIdentifiers: Sendable, Equatable {
 }
 
 /// One modem, as its adapter last read it.
-public struct ModemState: Sendable, Equatable {
+public struct ModemState: Sendable, Equatable, Codable {
     public var device: String
     public var `protocol`: ModemProtocol
     public var interface: String?
@@ -119,7 +119,7 @@ public struct ModemState: Sendable, Equatable {
 }
 
 /// Whether a source (modems, WiFi) could be asked at all, and why not.
-public struct SourceHealth: Sendable, Equatable {
+public struct SourceHealth: Sendable, Equatable, Codable {
     public var available: Bool
     public var reason: String?
 
