@@ -159,6 +159,9 @@ public struct Snapshot: Sendable, Equatable {
     public var supportsIPv6: Bool?
     /// Set when the route itself could not be determined (netlink failure); the status is then unknown.
     public var error: String?
+    /// Every interface holding a default route (main table or a table an `ip rule` points to), each derived as if it
+    /// were the only way out; the primary first (`Uplinks.swift`).
+    public var uplinks: [Uplink]
 
     public init(time: Timestamp, target: Target) {
         self.time = time
@@ -172,6 +175,7 @@ public struct Snapshot: Sendable, Equatable {
         self.wifi = []
         self.wwanSource = .ok
         self.wifiSource = .ok
+        self.uplinks = []
     }
 
     /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
@@ -200,6 +204,7 @@ public struct Snapshot: Sendable, Equatable {
         }
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+        deriveUplinks()
     }
 }
 
@@ -226,6 +231,7 @@ extension Snapshot {
             ("route", route.map { $0.json } ?? .null),
             ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers) })),
             ("wifi", .array(wifi.map(\.json))),
+            ("uplinks", .array(uplinks.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }

@@ -59,6 +59,7 @@ public enum SnapshotText {
         if case .host = s.target, !s.resolvedAddresses.isEmpty {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
         }
+        for u in s.uplinks { lines.append("  " + uplinkLine(u)) }
         for m in s.wwan { lines.append("  " + modemLine(m)) }
         if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
             lines.append("  WWAN unavailable: \(reason)")
