@@ -54,7 +54,7 @@ public enum Diagnostics {
             wifiInterface: config.wifi.interfaces.count == 1 ? config.wifi.interfaces[0] : nil,
             readWiFi: config.wifi.enabled,
             modemOptions: ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds)),
-            interfaceOverrides: config.interfaceKinds)
+            interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let snapshot = await GatewayReach.status(request)

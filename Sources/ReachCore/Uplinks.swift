@@ -313,7 +313,7 @@ extension SnapshotText {
     public static func uplinkLine(_ u: Uplink, bars: Int? = nil) -> String {
         var tags: [String] = []
         if u.primary { tags.append("primary") }
-        if let role = u.role { tags.append("role \(role.rawValue)") }
+        if let role = u.role, !(role == .primary && u.primary) { tags.append("role \(role.rawValue)") }
         var line = "uplink \(u.interface)" + (tags.isEmpty ? "" : " (" + tags.joined(separator: ", ") + ")") + ": "
         if u.reachable {
             line += "reachable over \(u.medium.rawValue)"

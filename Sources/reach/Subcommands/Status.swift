@@ -110,7 +110,7 @@ extension Reach {
                 readWiFi: !noWiFi && cfg.wifi.enabled,
                 modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
-                interfaceOverrides: cfg.interfaceKinds)
+                interfaceOverrides: cfg.interfaceKinds, uplinks: cfg.uplinks)
             let snapshot = await GatewayReach.status(request)
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
