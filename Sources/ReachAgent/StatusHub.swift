@@ -156,6 +156,7 @@ public actor StatusHub {
         if new.modems != config.modems { needRestart.append("modems") }
         if new.wifi != config.wifi { needRestart.append("wifi") }
         if new.interfaceKinds != config.interfaceKinds { needRestart.append("interface_kinds") }
+        if new.uplinks != config.uplinks { needRestart.append("uplinks") }
         if new.logLevel != config.logLevel { needRestart.append("log_level") }
         if (new.prometheusTextfile == nil) != (config.prometheusTextfile == nil) { needRestart.append("prometheus.textfile") }
         for i in targets.indices { targets[i].detector.update(policy: new.changePolicy) }

@@ -86,6 +86,12 @@ final class FakeRouteSource: RouteSource {
         view.withLock { $0.route = route }
         continuation.yield(.route(.new, .ipv4))
     }
+
+    /// Sets the whole route part (route and uplinks) and sends a notice.
+    func set(_ part: RouteView) {
+        view.withLock { $0 = part }
+        continuation.yield(.route(.new, .ipv4))
+    }
 }
 
 final class FakeWiFiSource: WiFiSource {
