@@ -107,4 +107,54 @@ import Testing
         let watched = watch.stdout!.text.split(separator: "\n").filter { $0.contains("  [") }
         #expect(watched.count == 4, "\(watch.stdout!.text)")
     }
+
+    /// The modem's reading belongs to its uplink: the simulator (QMI over a pty) is wwan0's modem. A healthy LTE modem
+    /// shows its generation and bars on wwan0 only; a locked SIM makes wwan0 need a person while the answer stays on
+    /// eth0, and `reach diag` names the backup.
+    @Test(arguments: [("qmi-4g-lte", true), ("qmi-sim-pin-required", false)])
+    func modemReadingBelongsToItsUplink(scenario: String, healthy: Bool) async throws {
+        guard TestSupport.privileged("uplinks: modem reading") else { return }
+        let t = try DualWAN()
+        let sim = try await ModemSimulator.start(scenario: scenario)
+        defer { _ = sim.stop() }
+        let dir = try makeTempDir("reach-uplink-modem")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = dir + "/reach.json"
+        try """
+            {"modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi","interface":"wwan0"}],"request_timeout_seconds":2},
+             "wifi":{"enabled":false},"uplinks":[{"interface":"wwan0","role":"backup"}]}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let r = try await t.gw.exec([TestPaths.reach, "status", "--json", "--config", config], timeout: 30)
+        #expect(r.status == 0, "\(r.stderr)")
+        let j = try JSON.parse(r.stdout)
+        #expect(j["reachable"] == .bool(true))
+        #expect(j["route"]?["interface"] == .string("eth0"))
+        let all = j["uplinks"]?.arrayValue ?? []
+        let eth0 = all.first { $0["interface"] == .string("eth0") }
+        let wwan0 = all.first { $0["interface"] == .string("wwan0") }
+        #expect(eth0?["wwan"] == .null)
+        #expect(wwan0?["wwan"]?["device"] == .string(sim.link))
+        #expect(wwan0?["role"] == .string("backup"))
+        let text = try await t.gw.exec([TestPaths.reach, "status", "--config", config], timeout: 30)
+        let diag = try await t.gw.exec([TestPaths.reach, "diag", "--config", config], timeout: 30)
+        print("\(scenario): reach status\n\(text.stdout)reach diag (exit \(diag.status))\n\(diag.stdout)")
+        if healthy {
+            #expect(wwan0?["reachable"] == .bool(true))
+            #expect(wwan0?["wwan"]?["generation"] == .string("4g"))
+            #expect(wwan0?["wwan"]?["bars"] == .int(3))
+            #expect(wwan0?["wwan"]?["registration"] == .string("home"))
+            #expect(text.stdout.contains("  uplink wwan0 (role backup): reachable over wwan (gateway 198.18.0.1) · metric 20 · 4G ▂▄▆_ 3/4\n"))
+            #expect(diag.stdout.contains("[ ok ] Uplink wwan0: backup wwan0: reachable over wwan via 198.18.0.1, metric 20\n"))
+        } else {
+            #expect(wwan0?["reachable"] == .bool(false))
+            #expect(wwan0?["reason"] == .string("a SIM needs its PIN/PUK (intervention required)"))
+            #expect(wwan0?["flags"]?.arrayValue?.contains(.string("intervention_required")) == true)
+            #expect(wwan0?["wwan"]?["generation"] == .string("none"))
+            #expect(j["flags"] == .array([.string("reachable")]))  // the answer over eth0 is untouched
+            #expect(diag.status == 2)  // reachable with problems
+            #expect(diag.stdout.contains(
+                "[FAIL] Uplink wwan0: backup wwan0: a SIM needs its PIN/PUK (intervention required)\n"
+                    + "       hint: unlock the SIM of the modem behind wwan0\n"))
+        }
+    }
 }
