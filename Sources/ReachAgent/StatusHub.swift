@@ -51,7 +51,10 @@ public actor StatusHub {
         onLine: LineHandler?, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() }, logger: Logger
     ) {
         self.config = config
-        self.targets = config.targets.map { TargetState(target: $0, detector: ChangeDetector(policy: config.changePolicy)) }
+        let uplinksBy = UplinkChangeTracker.reportingTarget(config.targets)
+        self.targets = config.targets.enumerated().map { i, target in
+            TargetState(target: target, detector: ChangeDetector(policy: config.changePolicy, tracksUplinks: i == uplinksBy))
+        }
         self.modemsEnabled = config.modems.enabled
         self.wifiEnabled = config.wifi.enabled
         self.expecting = expecting

@@ -126,9 +126,17 @@ public struct ChangeDetector: Sendable {
     private var pending: [Key: Duration] = [:]
     /// The same rules for each uplink.
     private var uplinkTracker = UplinkChangeTracker()
+    /// Whether this detector reports uplink changes. The uplinks are the same in every target's snapshot, so a
+    /// monitor of several targets lets one detector report them (`UplinkChangeTracker.reportingTarget`), once.
+    public let tracksUplinks: Bool
 
-    public init(policy: ChangePolicy = .standard) {
+    public init(policy: ChangePolicy = .standard, tracksUplinks: Bool = true) {
         self.policy = policy
+        self.tracksUplinks = tracksUplinks
+    }
+
+    private func uplinkViews(_ s: Snapshot) -> [String: UplinkView] {
+        tracksUplinks ? UplinkChangeTracker.candidates(s) : [:]
     }
 
     /// A new policy (config reload); the reported view and any hold in progress are kept.
@@ -162,14 +170,16 @@ public struct ChangeDetector: Sendable {
             let v = ReportedView(
                 status: snapshot.status, medium: snapshot.medium, wwanStatus: snapshot.wwanStatus,
                 reachable: snapshot.reachable, bars: Self.rawBars(snapshot),
-                uplinks: UplinkChangeTracker.candidates(snapshot))
+                uplinks: uplinkViews(snapshot))
             view = v
             reportedSnapshot = snapshot
             return ChangeEvent(
                 initial: true, changed: ChangeField.allCases,
                 bars: v.bars.sorted { $0.key < $1.key }.map { BarChange(link: $0.key, from: nil, to: $0.value) },
                 previous: nil, current: v, reason: "first determination",
-                uplinks: snapshot.uplinks.map { UplinkChange(interface: $0.interface, from: nil, to: v.uplinks[$0.interface]) })
+                uplinks: snapshot.uplinks.compactMap { u in
+                    v.uplinks[u.interface].map { UplinkChange(interface: u.interface, from: nil, to: $0) }
+                })
         }
         return evaluate(at: now)
     }
@@ -240,7 +250,7 @@ public struct ChangeDetector: Sendable {
         if !barChanges.isEmpty { changed.append(.bars) }
 
         let (uplinkViews, uplinkChanges) = uplinkTracker.evaluate(
-            reported: v.uplinks, current: UplinkChangeTracker.candidates(s), holdDown: policy.holdDown, at: now)
+            reported: v.uplinks, current: uplinkViews(s), holdDown: policy.holdDown, at: now)
         if !uplinkChanges.isEmpty {
             v.uplinks = uplinkViews
             changed.append(.uplinks)

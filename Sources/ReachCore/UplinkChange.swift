@@ -45,6 +45,12 @@ public struct UplinkChangeTracker: Sendable, Equatable {
         return out
     }
 
+    /// Of a monitor's targets, the one whose detector reports uplink changes: the default target if watched, else the
+    /// first.
+    public static func reportingTarget(_ targets: [Target]) -> Int? {
+        targets.firstIndex(of: .defaultRoute) ?? (targets.isEmpty ? nil : 0)
+    }
+
     /// Whether some uplink's loss is being held down.
     public var holding: Bool { !pending.isEmpty }
 

@@ -116,6 +116,37 @@ enum DualWANParts {
         #expect(rig.lines.of(.change).count == 2)
     }
 
+    /// An address target beside the default one: the backup's loss is one line (the default target's), not two.
+    @Test func severalTargetsReportAnUplinkChangeOnce() async throws {
+        let clock = ManualClock()
+        let route = FakeRouteSource()
+        let lines = LineCollector()
+        var config = AgentConfig()
+        config.targets = [.address("192.0.2.10"), .defaultRoute]
+        config.modems.enabled = false
+        config.wifi.enabled = false
+        config.changes.holdDownSeconds = 0
+        let agent = AgentAssembly(
+            config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+            wall: wallClock(clock), route: route, modems: [], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            route.set(DualWANParts.part())
+            #expect(await eventually { lines.of(.start).count == 2 })
+            route.set(DualWANParts.part(wwan0Carrier: false))
+            #expect(await eventually { lines.of(.change).count == 1 })
+            try await Task.sleep(for: .milliseconds(200))
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        let changes = lines.of(.change)
+        #expect(changes.count == 1)
+        #expect(changes.first?["target"]?["kind"] == .string("default"))
+        // Both targets' lines still carry the uplinks.
+        #expect(lines.of(.stop).allSatisfy { $0["uplinks"]?.arrayValue?.count == 2 })
+    }
+
     @Test func configuredUplinksAreARestartKey() async throws {
         let rig = Rig()
         try await rig.run { r in

@@ -152,4 +152,17 @@ private func at(_ s: Int) -> Duration { .seconds(s) }
         #expect(reading?["bars_raw"] == .int(4))
         #expect(line["wwan"]?.arrayValue?[0]["bars"] == .int(3))
     }
+
+    /// Several targets carry the same uplinks: one detector reports them, so a backup's change is one line, not one
+    /// per target.
+    @Test func oneDetectorOfSeveralReportsUplinks() {
+        #expect(UplinkChangeTracker.reportingTarget([.address("192.0.2.9"), .defaultRoute, .linkLocal]) == 1)
+        #expect(UplinkChangeTracker.reportingTarget([.host("example.net"), .linkLocal]) == 0)
+        #expect(UplinkChangeTracker.reportingTarget([]) == nil)
+        var quiet = ChangeDetector(policy: .immediate, tracksUplinks: false)
+        let first = quiet.observe(Steps.both, at: at(0))
+        #expect(first?.uplinks == [])
+        #expect(quiet.view?.uplinks == [:])
+        #expect(quiet.observe(Steps.backupDead, at: at(1)) == nil)
+    }
 }
