@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import ReachAgent
 import ReachCore
+import ServiceLifecycle
 import GatewayReach
 import Synchronization
 
@@ -138,6 +139,16 @@ enum Routes {
             family: .ipv4, type: .unicast,
             link: LinkState(name: name, index: 2, kind: kind, adminUp: true, carrier: carrier), gateway: "192.0.2.1")
     }
+}
+
+/// An agent on the test's sources and clock (no modems, no log files), and the service group that runs it.
+func testAgent(
+    _ config: AgentConfig, clock: ManualClock, route: FakeRouteSource, lines: LineCollector, wifi: FakeWiFiSource? = nil
+) -> (AgentAssembly, ServiceGroup) {
+    let agent = AgentAssembly(
+        config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+        wall: wallClock(clock), route: route, modems: [], wifi: wifi, reloadOnSIGHUP: false, logger: testLogger())
+    return (agent, ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger())))
 }
 
 func testLogger() -> Logger {

@@ -126,10 +126,7 @@ enum DualWANParts {
         config.modems.enabled = false
         config.wifi.enabled = false
         config.changes.holdDownSeconds = 0
-        let agent = AgentAssembly(
-            config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
-            wall: wallClock(clock), route: route, modems: [], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+        let (_, group) = testAgent(config, clock: clock, route: route, lines: lines)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             route.set(DualWANParts.part())
