@@ -81,6 +81,8 @@ public struct RouteView: Sendable, Equatable {
     /// Every interface holding a default route (and the configured uplinks), not yet derived: `Snapshot.derive`
     /// answers each with the modems and WiFi.
     public var uplinks: [Uplink] = []
+    /// Why the uplinks could not be read (the main answer may still stand).
+    public var uplinksError: String?
     public var resolvedAddresses: [String] = []
     public var resolutionError: String?
     public var supportsIPv4: Bool?
@@ -97,6 +99,7 @@ public struct RouteView: Sendable, Equatable {
         s.supportsIPv6 = supportsIPv6
         s.error = error
         s.uplinks = uplinks
+        s.uplinksError = uplinksError
     }
 
     /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet".
@@ -124,7 +127,7 @@ public struct RouteView: Sendable, Equatable {
             let primary = target == .defaultRoute ? view.route?.link?.name : try defaultRoute(resolver).route?.link?.name
             view.uplinks = try resolver.uplinks(specs: uplinks, primaryInterface: primary)
         } catch {
-            view.error = view.error ?? error.description
+            view.uplinksError = error.description
         }
         return view
     }

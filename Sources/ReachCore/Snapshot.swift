@@ -162,6 +162,8 @@ public struct Snapshot: Sendable, Equatable {
     /// Every interface holding a default route (main table or a table an `ip rule` points to), each derived as if it
     /// were the only way out; the primary first (`Uplinks.swift`).
     public var uplinks: [Uplink]
+    /// Set when the uplinks could not be read (a netlink failure after the main answer was found).
+    public var uplinksError: String?
 
     public init(time: Timestamp, target: Target) {
         self.time = time
@@ -237,6 +239,7 @@ extension Snapshot {
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
+        if let uplinksError { members.append(("uplinks_error", .string(uplinksError))) }
         return .object(members)
     }
 }

@@ -213,6 +213,18 @@ enum DualWAN {
         #expect(s.uplinks.filter(\.primary).map(\.interface) == ["wwan0"])
     }
 
+    /// The uplinks could not be read (a netlink failure after the main answer): said, and the answer stands.
+    @Test func uplinksErrorLeavesTheAnswer() {
+        var s = DualWAN.snapshot([DualWAN.both[0]])
+        s.uplinks = []
+        s.uplinksError = "RTM_GETRULE dump ipv4: no answer from the kernel"
+        s.derive()
+        #expect(s.reachable)
+        #expect(s.json()["uplinks_error"] == .string("RTM_GETRULE dump ipv4: no answer from the kernel"))
+        #expect(s.json()["error"] == nil)
+        #expect(SnapshotText.render(s).contains("\n  uplinks unavailable: RTM_GETRULE dump ipv4: no answer from the kernel"))
+    }
+
     @Test func noUplinksWithoutDefaultRoutes() {
         let s = DualWAN.snapshot([])
         #expect(s.uplinks.isEmpty)

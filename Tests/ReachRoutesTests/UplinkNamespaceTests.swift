@@ -370,3 +370,28 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
         #expect(Self.parse(Self.message(family: 7, attributes: [])) == nil)
     }
 }
+
+@Suite struct UplinkConfigCommandLineTests {
+    /// A bad `uplinks` entry stops `reach status`, `watch` and `agent` with 78, naming the key.
+    @Test(arguments: [["status", "--no-modems"], ["watch"], ["agent"], ["agent", "--check-config"]])
+    func badUplinksExit78NamingTheKey(args: [String]) async throws {
+        let path = FileManager.default.temporaryDirectory.path + "/gr-uplinks-bad-\(getpid())-\(args.joined(separator: "_")).json"
+        try #"{"uplinks": [{"interface": "wwan0"}, {"interface": "wwan0", "role": "spare"}]}"#
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let r = try await TestSupport.run([TestPaths.reach] + args + ["--config", path], timeout: 10)
+        #expect(r.status == 78, "\(args): \(r.stderr)")
+        #expect(r.stderr.contains("uplinks[1].interface: \"wwan0\" is already listed at uplinks[0]"), "\(r.stderr)")
+        #expect(r.stderr.contains("uplinks[1].role: expected one of primary, backup or null, found \"spare\""), "\(r.stderr)")
+    }
+
+    @Test func checkConfigPrintsTheUplinks() async throws {
+        let path = FileManager.default.temporaryDirectory.path + "/gr-uplinks-ok-\(getpid()).json"
+        try #"{"uplinks": [{"interface": "wwan0", "role": "backup"}]}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let r = try await TestSupport.run([TestPaths.reach, "agent", "--check-config", "--config", path], timeout: 10)
+        #expect(r.status == 0, "\(r.stderr)")
+        let printed = try AgentConfig.parse(r.stdout)
+        #expect(printed.uplinks == [UplinkSpec(interface: "wwan0", role: .backup)])
+    }
+}
