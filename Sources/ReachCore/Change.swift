@@ -249,10 +249,10 @@ public struct ChangeDetector: Sendable {
         }
         if !barChanges.isEmpty { changed.append(.bars) }
 
-        let (uplinkViews, uplinkChanges) = uplinkTracker.evaluate(
+        let (newUplinks, uplinkChanges) = uplinkTracker.evaluate(
             reported: v.uplinks, current: uplinkViews(s), holdDown: policy.holdDown, at: now)
         if !uplinkChanges.isEmpty {
-            v.uplinks = uplinkViews
+            v.uplinks = newUplinks
             changed.append(.uplinks)
         }
 

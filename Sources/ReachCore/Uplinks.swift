@@ -97,8 +97,11 @@ public struct Uplink: Sendable, Equatable {
 
     /// The tables holding its default routes: main first, then by number.
     public var tables: [Int] {
-        Set(routes.compactMap(\.table)).sorted { ($0 != RoutingTable.main ? 1 : 0, $0) < ($1 != RoutingTable.main ? 1 : 0, $1) }
+        Set(routes.compactMap(\.table)).sorted { (Self.notMain($0), $0) < (Self.notMain($1), $1) }
     }
+
+    /// 0 for the main table (what the kernel uses for unmarked traffic), 1 for any other.
+    static func notMain(_ table: Int?) -> Int { table == RoutingTable.main ? 0 : 1 }
 
     /// "table 1", "tables main, 2"; nil when the uplink's routes are all in the main table (or it has none).
     public var tablesText: String? {
@@ -111,9 +114,7 @@ public struct Uplink: Sendable, Equatable {
     /// the lowest metric, then the lowest table number.
     public func bestRoute(_ family: AddressFamily) -> RouteLookup? {
         routes.filter { $0.family == family }.min { a, b in
-            let ka = (a.table == RoutingTable.main ? 0 : 1, a.metric ?? 0, a.table ?? 0)
-            let kb = (b.table == RoutingTable.main ? 0 : 1, b.metric ?? 0, b.table ?? 0)
-            return ka < kb
+            (Self.notMain(a.table), a.metric ?? 0, a.table ?? 0) < (Self.notMain(b.table), b.metric ?? 0, b.table ?? 0)
         }
     }
 }
