@@ -23,12 +23,14 @@ public struct StatusRequest: Sendable {
     public var interfaceOverrides: [String: InterfaceKind]
     /// How the modems' bars are computed (the configuration's `signal`).
     public var signalPolicy: SignalPolicy
+    /// Configured uplinks: listed even without a default route, in this order after the primary.
+    public var uplinks: [UplinkSpec]
 
     public init(
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
         resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
-        signalPolicy: SignalPolicy = .android
+        signalPolicy: SignalPolicy = .android, uplinks: [UplinkSpec] = []
     ) {
         self.target = target
         self.modems = modems
@@ -39,6 +41,7 @@ public struct StatusRequest: Sendable {
         self.resolveTimeout = resolveTimeout
         self.interfaceOverrides = interfaceOverrides
         self.signalPolicy = signalPolicy
+        self.uplinks = uplinks
     }
 }
 
@@ -62,7 +65,8 @@ public enum GatewayReach {
             resolved = await HostResolver.resolve(name, timeout: request.resolveTimeout)
         }
         let routePart = RouteView.compute(
-            target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides)
+            target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides,
+            uplinks: request.uplinks)
 
         var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
         routePart.apply(to: &snapshot)
@@ -74,10 +78,15 @@ public enum GatewayReach {
     }
 }
 
-/// The route part of a snapshot: which way the target goes, per-family support for the default target, and why
-/// it could not be determined.
+/// The route part of a snapshot: which way the target goes, per-family support for the default target, the uplinks'
+/// routes, and why it could not be determined.
 public struct RouteView: Sendable, Equatable {
     public var route: RouteLookup?
+    /// Every interface holding a default route (and the configured uplinks), not yet derived: `Snapshot.derive`
+    /// answers each with the modems and WiFi.
+    public var uplinks: [Uplink] = []
+    /// Why the uplinks could not be read (the main answer may still stand).
+    public var uplinksError: String?
     public var resolvedAddresses: [String] = []
     public var resolutionError: String?
     public var supportsIPv4: Bool?
@@ -93,48 +102,75 @@ public struct RouteView: Sendable, Equatable {
         s.supportsIPv4 = supportsIPv4
         s.supportsIPv6 = supportsIPv6
         s.error = error
+        s.uplinks = uplinks
+        s.uplinksError = uplinksError
     }
 
     /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet".
+    /// - Parameter uplinks: the configured uplinks (listed even without a route); every interface holding a default
+    ///   route is an uplink either way.
     public static func compute(
-        target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:]
+        target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:],
+        uplinks: [UplinkSpec] = []
     ) -> RouteView {
         var view = RouteView()
+        let resolver: RouteResolver
         do {
-            let resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
-            switch target {
-            case .defaultRoute:
-                let v4 = try resolver.defaultRoute(.ipv4)
-                let v6 = try resolver.defaultRoute(.ipv6)
-                let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
-                view.supportsIPv4 = usable(v4)
-                view.supportsIPv6 = usable(v6)
-                view.route = [v4, v6].first(where: usable) ?? v4 ?? v6
-            case let .address(text):
-                guard let address = IPAddress(text) else {
-                    view.error = "'\(text)' is not an IPv4 or IPv6 address"
-                    return view
-                }
-                view.route = try resolver.lookup(address)
-            case .linkLocal:
-                view.route = try resolver.lookup(.ipv4LinkLocalNetwork)
-            case .host:
-                switch resolved {
-                case nil:
-                    view.error = "host name not resolved"
-                case let .failure(e):
-                    view.resolutionError = e.message
-                case let .success(addresses):
-                    view.resolvedAddresses = addresses.map(\.description)
-                    var routes: [RouteLookup] = []
-                    for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
-                    view.route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
-                }
-            }
+            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
+        } catch {
+            view.error = error.description
+            return view
+        }
+        do {
+            try view.answer(target, resolved: resolved, resolver)
         } catch {
             view.error = error.description
         }
+        // The uplinks are the same for every target; the primary is the one the default route leaves by.
+        do {
+            let primary = target == .defaultRoute ? view.route?.link?.name : try defaultRoute(resolver).route?.link?.name
+            view.uplinks = try resolver.uplinks(specs: uplinks, primaryInterface: primary)
+        } catch {
+            view.uplinksError = error.description
+        }
         return view
+    }
+
+    /// The default target's route: the IPv4 default when it is usable, else the IPv6 one, else whichever exists.
+    static func defaultRoute(_ resolver: RouteResolver) throws(NetlinkError) -> (route: RouteLookup?, v4: Bool, v6: Bool) {
+        let v4 = try resolver.defaultRoute(.ipv4)
+        let v6 = try resolver.defaultRoute(.ipv6)
+        let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
+        return ([v4, v6].first(where: usable) ?? v4 ?? v6, usable(v4), usable(v6))
+    }
+
+    private mutating func answer(
+        _ target: Target, resolved: Result<[IPAddress], ResolutionError>?, _ resolver: RouteResolver
+    ) throws(NetlinkError) {
+        switch target {
+        case .defaultRoute:
+            (route, supportsIPv4, supportsIPv6) = try Self.defaultRoute(resolver)
+        case let .address(text):
+            guard let address = IPAddress(text) else {
+                error = "'\(text)' is not an IPv4 or IPv6 address"
+                return
+            }
+            route = try resolver.lookup(address)
+        case .linkLocal:
+            route = try resolver.lookup(.ipv4LinkLocalNetwork)
+        case .host:
+            switch resolved {
+            case nil:
+                error = "host name not resolved"
+            case let .failure(e):
+                resolutionError = e.message
+            case let .success(addresses):
+                resolvedAddresses = addresses.map(\.description)
+                var routes: [RouteLookup] = []
+                for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
+                route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
+            }
+        }
     }
 }
 

@@ -51,7 +51,7 @@ public struct AgentAssembly {
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         modemWorker: ModemWorkerLaunch? = nil, reloadOnSIGHUP: Bool, logger: Logger
     ) {
-        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds)
+        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks)
         var modemSources: [any ModemSource] = []
         if config.modems.enabled {
             if let modems {

@@ -60,7 +60,7 @@ public enum Diagnostics {
             readWiFi: config.wifi.enabled,
             modemOptions: modemOptions,
             interfaceOverrides: config.interfaceKinds,
-            signalPolicy: config.signalPolicy)
+            signalPolicy: config.signalPolicy, uplinks: config.uplinks)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let snapshot = await GatewayReach.status(request)

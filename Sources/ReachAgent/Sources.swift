@@ -6,7 +6,7 @@ import Logging
 
 /// The kernel's routing: "something changed" notices, and the route part for a target on demand.
 public protocol RouteSource: Sendable {
-    /// Notices of link/address/route changes. `.resync` means notices were lost. Finishes when the source fails.
+    /// Notices of link/address/route/rule changes. `.resync` means notices were lost. Finishes when the source fails.
     func events() throws -> AsyncStream<RouteEvent>
     /// The route part of a target's snapshot, computed now (for a host target with the given resolution).
     func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView
@@ -35,10 +35,13 @@ public protocol WiFiSource: Sendable {
 public struct KernelRouteSource: RouteSource {
     public var interfaceOverrides: [String: InterfaceKind]
     public var resolveTimeout: Duration
+    /// The configured uplinks (`uplinks`).
+    public var uplinks: [UplinkSpec]
 
-    public init(interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3)) {
+    public init(interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), uplinks: [UplinkSpec] = []) {
         self.interfaceOverrides = interfaceOverrides
         self.resolveTimeout = resolveTimeout
+        self.uplinks = uplinks
     }
 
     public func events() throws -> AsyncStream<RouteEvent> {
@@ -59,7 +62,7 @@ public struct KernelRouteSource: RouteSource {
     }
 
     public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides)
+        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, uplinks: uplinks)
     }
 
     public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> {

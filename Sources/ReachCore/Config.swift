@@ -111,6 +111,9 @@ public struct AgentConfig: Sendable, Equatable {
     public var wifi = WiFi()
     /// Interface kind overrides by interface name, e.g. `{"ppp0": "wwan"}` for a modem behind pppd.
     public var interfaceKinds: [String: InterfaceKind] = [:]
+    /// Uplinks named and ordered by the operator: listed even while they hold no default route. Empty: the uplinks
+    /// are the interfaces holding a default route, as the kernel's tables show them.
+    public var uplinks: [UplinkSpec] = []
     public var probe: Probe?
     /// Path of a Prometheus textfile (node_exporter's textfile collector), or nil for none.
     public var prometheusTextfile: String?
@@ -231,6 +234,19 @@ extension AgentConfig {
                     c.interfaceKinds[name] = kind
                 }
                 k.markAllUsed()
+            }
+            o.optionalArray("uplinks") { items in
+                var seen: [String: Int] = [:]
+                for (i, item) in items.enumerated() {
+                    let path = o.path("uplinks") + "[\(i)]"
+                    guard let spec = r.uplink(item, at: path) else { continue }
+                    if let first = seen[spec.interface] {
+                        r.problem(path + ".interface", "\"\(spec.interface)\" is already listed at uplinks[\(first)]")
+                        continue
+                    }
+                    seen[spec.interface] = i
+                    c.uplinks.append(spec)
+                }
             }
             if let v = o.value("probe"), !v.isNull {
                 c.probe = r.probe(v, at: o.path("probe"))
@@ -416,6 +432,28 @@ private final class ConfigReader {
             (BarFamily.allCases.firstIndex(of: t.family)!, SignalMeasure.allCases.firstIndex(of: t.measure)!)
         }
         signal.thresholds.sort { rank($0) < rank($1) }
+    }
+
+    func uplink(_ v: JSON, at path: String) -> UplinkSpec? {
+        var spec: UplinkSpec?
+        object(v, at: path) { o in
+            guard let name = o.value("interface") else {
+                problem(o.path("interface"), "missing; expected the uplink's interface name, like wwan0")
+                return
+            }
+            var role: UplinkRole?
+            if let v = o.value("role"), !v.isNull {
+                role = v.stringValue.flatMap(UplinkRole.init(rawValue:))
+                if role == nil {
+                    let roles = UplinkRole.allCases.map(\.rawValue).joined(separator: ", ")
+                    problem(o.path("role"), "expected one of \(roles) or null, found \(show(v))")
+                }
+            }
+            if let interface = interfaceName(name, at: o.path("interface")) {
+                spec = UplinkSpec(interface: interface, role: role)
+            }
+        }
+        return spec
     }
 
     func probe(_ v: JSON, at path: String) -> AgentConfig.Probe? {
@@ -629,6 +667,10 @@ extension AgentConfig {
                 ])
             ),
             ("interface_kinds", .object(interfaceKinds.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
+            (
+                "uplinks",
+                .array(uplinks.map { .object([("interface", .string($0.interface)), ("role", .optional($0.role?.rawValue))]) })
+            ),
         ]
         if let probe {
             var p: [(String, JSON)] = [("kind", .string(probe.kind.rawValue)), ("host", .string(probe.host)),

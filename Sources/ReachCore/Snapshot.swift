@@ -157,6 +157,11 @@ public struct Snapshot: Sendable, Equatable {
     /// How the modems' bars are computed: the one policy the configuration chose, carried with the snapshot to
     /// every place that shows bars (JSON, text, change detection, diag, Prometheus).
     public var signalPolicy: SignalPolicy
+    /// Every interface holding a default route (main table or a table an `ip rule` points to), each derived as if it
+    /// were the only way out; the primary first (`Uplinks.swift`).
+    public var uplinks: [Uplink]
+    /// Set when the uplinks could not be read (a netlink failure after the main answer was found).
+    public var uplinksError: String?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -171,6 +176,7 @@ public struct Snapshot: Sendable, Equatable {
         self.wwanSource = .ok
         self.wifiSource = .ok
         self.signalPolicy = signalPolicy
+        self.uplinks = []
     }
 
     /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
@@ -199,6 +205,7 @@ public struct Snapshot: Sendable, Equatable {
         }
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+        deriveUplinks()
     }
 }
 
@@ -225,11 +232,13 @@ extension Snapshot {
             ("route", route.map { $0.json } ?? .null),
             ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers, signalPolicy: signalPolicy) })),
             ("wifi", .array(wifi.map(\.json))),
+            ("uplinks", .array(uplinks.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
+        if let uplinksError { members.append(("uplinks_error", .string(uplinksError))) }
         return .object(members)
     }
 }

@@ -122,7 +122,7 @@ extension Reach {
                 modemOptions: modemOptions,
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
-                signalPolicy: cfg.signalPolicy)
+                signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks)
             let snapshot = await GatewayReach.status(request)
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
