@@ -94,6 +94,8 @@ public struct ModemState: Sendable, Equatable {
     public var model: String?
     public var manufacturer: String?
     public var firmware: String?
+    /// Serving cell, component carriers and neighbours; each nil when the modem gave none.
+    public var cells: CellReadings
     /// The last error talking to the modem (timeout, protocol error, malformed reply), if any.
     public var error: String?
 
@@ -106,6 +108,7 @@ public struct ModemState: Sendable, Equatable {
         self.signal = SignalMeasurement()
         self.sim = .unknown
         self.identifiers = ModemIdentifiers()
+        self.cells = CellReadings()
     }
 
     public var generation: Generation { registration.isRegistered ? accessTechnologies.generation : .none }
@@ -313,6 +316,7 @@ extension ModemState {
             ("sim", .string(sim.rawValue)),
             ("packet_service", .optional(packetService?.rawValue)),
             ("reject_cause", .optional(rejectCause)),
+        ] + cells.jsonMembers(showIdentifiers: showIdentifiers) + [
             ("error", .optional(error)),
         ]
         if showIdentifiers {

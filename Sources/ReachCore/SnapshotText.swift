@@ -79,7 +79,10 @@ public enum SnapshotText {
             var gen = m.generation == .none ? "no service" : m.generation.name.uppercased()
             if let mode = m.nrMode { gen += " " + mode.uppercased() }
             parts.append(gen)
-            if !m.accessTechnologies.isEmpty { parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + ")") }
+            if !m.accessTechnologies.isEmpty {
+                let bands = CellSummary.bandList(m).map { " " + $0 } ?? ""
+                parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + bands + ")")
+            }
             parts.append("\(barGlyphs(m.bars)) \(m.bars)/4")
             parts.append(m.registration.rawValue)
             if let name = m.operatorName ?? m.plmn?.description {
