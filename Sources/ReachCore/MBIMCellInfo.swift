@@ -194,3 +194,122 @@ public struct MBIMBaseStations: Sendable, Equatable {
         return out
     }
 }
+
+// MARK: - Decoding the information buffer
+
+/// Base Stations Info read from its information buffer. libmbim 1.28 (Debian 12) steps 0 bytes between the elements
+/// of an "ms-struct-array" whose struct holds a string (every cell list here: each starts with ProviderId), so with
+/// two neighbours or more it returns the first one again and again; libmbim fixed it in 1.31 (commit 07a8dff,
+/// "assume extra_bytes_read is always needed for ms-struct-array elements"). This reader does what the fixed one
+/// does: elements follow one another, each followed by the strings it references.
+public enum MBIMBaseStationsDecoder {
+    public struct Malformed: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+    }
+
+    struct Reader {
+        let bytes: [UInt8]
+
+        func u32(_ at: Int) throws(Malformed) -> UInt32 {
+            guard at >= 0, at + 4 <= bytes.count else {
+                throw Malformed(description: "Base Stations Info: field at byte \(at) is past the end (\(bytes.count) bytes)")
+            }
+            return UInt32(bytes[at]) | UInt32(bytes[at + 1]) << 8 | UInt32(bytes[at + 2]) << 16 | UInt32(bytes[at + 3]) << 24
+        }
+
+        func i32(_ at: Int) throws(Malformed) -> Int32 { Int32(bitPattern: try u32(at)) }
+
+        func u64(_ at: Int) throws(Malformed) -> UInt64 { UInt64(try u32(at)) | UInt64(try u32(at + 4)) << 32 }
+
+        /// A UTF-16LE string referenced by an (offset, size) pair at `at`, its offset counted from `base`; and the
+        /// end of its (4-byte padded) data.
+        func string(_ at: Int, base: Int) throws(Malformed) -> (String?, end: Int) {
+            let offset = Int(try u32(at)), size = Int(try u32(at + 4))
+            guard offset != 0, size != 0 else { return (nil, 0) }
+            let start = base + offset
+            guard size % 2 == 0, start + size <= bytes.count else {
+                throw Malformed(description: "Base Stations Info: string at byte \(start) (\(size) bytes) is past the end")
+            }
+            var units: [UInt16] = []
+            for i in stride(from: start, to: start + size, by: 2) { units.append(UInt16(bytes[i]) | UInt16(bytes[i + 1]) << 8) }
+            return (String(decoding: units, as: UTF16.self), start + (size + 3) / 4 * 4)
+        }
+    }
+
+    /// The structs of an array whose (offset, size) pair is at `at`: `fixed` bytes each, plus the strings that
+    /// follow each one; `strings` are the positions of its string pairs within the struct.
+    static func array<T>(
+        _ r: Reader, pairAt at: Int, fixed: Int, strings: [Int], _ read: (Int) throws(Malformed) -> T
+    ) throws(Malformed) -> [T] {
+        let offset = Int(try r.u32(at))
+        guard offset != 0 else { return [] }
+        let count = Int(try r.u32(offset))
+        guard count <= 256 else { throw Malformed(description: "Base Stations Info: \(count) cells in one list") }
+        var out: [T] = []
+        var start = offset + 4
+        for _ in 0..<count {
+            out.append(try read(start))
+            var end = start + fixed
+            for s in strings { end = max(end, try r.string(start + s, base: start).end) }
+            start = end
+        }
+        return out
+    }
+
+    /// The serving cell whose (offset, size) pair is at `at`, or nil when the pair is empty.
+    static func single<T>(_ r: Reader, pairAt at: Int, _ read: (Int) throws(Malformed) -> T) throws(Malformed) -> T? {
+        let offset = Int(try r.u32(at))
+        return offset == 0 ? nil : try read(offset)
+    }
+
+    /// `v3`: the MBIMEx 3.0 layout (SystemSubType after SystemType, NR lists at the end).
+    public static func decode(_ bytes: [UInt8], v3: Bool) throws(Malformed) -> MBIMBaseStations {
+        let r = Reader(bytes: bytes)
+        let pairs = v3 ? 8 : 4  // the first (offset, size) pair
+        func pair(_ i: Int) -> Int { pairs + 8 * i }
+        var out = MBIMBaseStations()
+        out.gsmServing = try single(r, pairAt: pair(0)) { (s) throws(Malformed) in
+            MBIMBaseStations.GSMCell(
+                lac: try r.u32(s + 8), cellID: try r.u32(s + 12), arfcn: try r.u32(s + 20), bsic: try r.u32(s + 24),
+                rxLevel: try r.u32(s + 28))
+        }
+        out.umtsServing = try single(r, pairAt: pair(1)) { (s) throws(Malformed) in
+            MBIMBaseStations.UMTSCell(
+                lac: try r.u32(s + 8), cellID: try r.u32(s + 12), uarfcn: try r.u32(s + 28), psc: try r.u32(s + 32),
+                rscp: try r.i32(s + 36), ecno: try r.i32(s + 40))
+        }
+        out.lteServing = try single(r, pairAt: pair(3)) { (s) throws(Malformed) in
+            MBIMBaseStations.LTECell(
+                cellID: try r.u32(s + 8), earfcn: try r.u32(s + 12), pci: try r.u32(s + 16), tac: try r.u32(s + 20),
+                rsrp: try r.i32(s + 24), rsrq: try r.i32(s + 28))
+        }
+        out.gsmNeighbours = try array(r, pairAt: pair(4), fixed: 28, strings: [0]) { (s) throws(Malformed) in
+            MBIMBaseStations.GSMCell(
+                lac: try r.u32(s + 8), cellID: try r.u32(s + 12), arfcn: try r.u32(s + 16), bsic: try r.u32(s + 20),
+                rxLevel: try r.u32(s + 24))
+        }
+        out.umtsNeighbours = try array(r, pairAt: pair(5), fixed: 36, strings: [0]) { (s) throws(Malformed) in
+            MBIMBaseStations.UMTSCell(
+                lac: try r.u32(s + 8), cellID: try r.u32(s + 12), uarfcn: try r.u32(s + 16), psc: try r.u32(s + 20),
+                rscp: try r.i32(s + 24), ecno: try r.i32(s + 28))
+        }
+        out.lteNeighbours = try array(r, pairAt: pair(7), fixed: 32, strings: [0]) { (s) throws(Malformed) in
+            MBIMBaseStations.LTECell(
+                cellID: try r.u32(s + 8), earfcn: try r.u32(s + 12), pci: try r.u32(s + 16), tac: try r.u32(s + 20),
+                rsrp: try r.i32(s + 24), rsrq: try r.i32(s + 28))
+        }
+        guard v3 else { return out }
+        out.nrServing = try array(r, pairAt: pair(9), fixed: 48, strings: [0]) { (s) throws(Malformed) in
+            MBIMBaseStations.NRCell(
+                nci: try r.u64(s + 8), pci: try r.u32(s + 16), nrarfcn: try r.u32(s + 20), tac: try r.u32(s + 24),
+                rsrp: try r.u32(s + 28), rsrq: try r.u32(s + 32), sinr: try r.u32(s + 36))
+        }
+        out.nrNeighbours = try array(r, pairAt: pair(10), fixed: 40, strings: [4, 12]) { (s) throws(Malformed) in
+            MBIMBaseStations.NRCell(
+                nci: try r.string(s + 12, base: s).0.flatMap { UInt64($0, radix: 16) }, pci: try r.u32(s + 20),
+                nrarfcn: nil, tac: try r.u32(s + 24), rsrp: try r.u32(s + 28), rsrq: try r.u32(s + 32),
+                sinr: try r.u32(s + 36))
+        }
+        return out
+    }
+}

@@ -48,11 +48,22 @@ public struct ModemMonitorOptions: Sendable {
     public var pollInterval: Duration?
     /// Delays between attempts to reopen a lost port.
     public var reopen: Backoff
+    /// How finely the modem is asked to report its signal: at the bar boundaries (the agent) or on every change of
+    /// about 1 dB (`reach signal`).
+    public var signalReporting: SignalReporting
+    /// How often the cells (band, channel, carriers, neighbours) are read again; no indication announces them.
+    /// nil: only with the first read.
+    public var cellInterval: Duration?
 
-    public init(read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff()) {
+    public init(
+        read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
+        signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60)
+    ) {
         self.read = read
         self.pollInterval = pollInterval
         self.reopen = reopen
+        self.signalReporting = signalReporting
+        self.cellInterval = cellInterval
     }
 }
 
@@ -139,7 +150,7 @@ public struct ModemMonitor: Sendable {
     /// task is cancelled.
     private func watch(_ channel: ModemChannel, emit: (ModemState, ModemUpdateCause) -> Void) async {
         let (events, sink) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .unbounded)
-        let support = await channel.subscribe { sink.yield($0) }
+        let support = await channel.subscribe({ sink.yield($0) }, signal: options.signalReporting)
         options.read.logger.debug(
             "Modem indications", metadata: [
                 "modem.device": "\(port.path)", "registration": "\(support.registration)",
@@ -155,13 +166,30 @@ public struct ModemMonitor: Sendable {
                 }
             }
         }
+        var cellReader: Task<Void, Never>?
+        if let interval = options.cellInterval {
+            cellReader = Task {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: interval) } catch { return }
+                    sink.yield(.refreshCells)
+                }
+            }
+        }
         defer {
             poller?.cancel()
+            cellReader?.cancel()
             sink.finish()
         }
         for await event in events {
-            if case .poll = event {
-                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(support) }
+            let reread: (IndicationSupport, cells: Bool)?
+            switch event {
+            case .poll: reread = (support, false)
+            // Only the cells: everything else comes from indications or the poll.
+            case .refreshCells: reread = (IndicationSupport(registration: true, signal: true, sim: true), true)
+            default: reread = nil
+            }
+            if let reread {
+                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(reread.0, cells: reread.cells) }
                 let state = await channel.state
                 guard case .finished(true) = ok else {
                     emit(state, .portLost)

@@ -258,7 +258,7 @@ final class QMISession: @unchecked Sendable {
     // MARK: Requests
 
     /// One NAS/DMS/UIM request: start it, finish it, check the result TLV, copy the output, unref it.
-    private func request<T: Sendable>(
+    func request<T: Sendable>(
         _ name: String,
         start: @escaping @Sendable (GLibAsyncCall) -> Void,
         finish: @escaping @Sendable (OpaquePointer?, GErrorOut) -> OpaquePointer?,
@@ -277,7 +277,7 @@ final class QMISession: @unchecked Sendable {
             })
     }
 
-    private func requireNAS() async throws -> GPtr<QmiClientNas> {
+    func requireNAS() async throws -> GPtr<QmiClientNas> {
         guard let nas = await loop.run({ self.nas }) else { throw ModemError("QMI NAS client is not allocated") }
         return nas
     }
@@ -564,7 +564,9 @@ final class QMISession: @unchecked Sendable {
     /// `sink`. Registration: Register Indications (System Info, or Serving System events). Signal: Config Signal
     /// Info with thresholds at the bar boundaries, then Register Indications (Signal Info); when the modem has
     /// neither, NAS Set Event Report with RSSI thresholds. Returns what will be announced.
-    func subscribe(_ sink: @escaping @Sendable (QMIIndication) -> Void) async -> IndicationSupport {
+    func subscribe(
+        _ sink: @escaping @Sendable (QMIIndication) -> Void, signal reporting: SignalReporting = .barBoundaries
+    ) async -> IndicationSupport {
         await loop.run {
             self.sink = sink
             // A hang-up between the read and now had nobody to tell; tell the new subscriber.
@@ -581,7 +583,7 @@ final class QMISession: @unchecked Sendable {
         }
         if await loop.run({ self.hasSignalInfo }) {
             do {
-                try await configSignalInfo()
+                try await configureSignalReports(reporting)
             } catch {
                 logger.debug("QMI Config Signal Info failed", metadata: ["error": "\(error)"])
             }
@@ -645,7 +647,11 @@ final class QMISession: @unchecked Sendable {
             extract: { _ in () })
     }
 
-    private func configSignalInfo() async throws {
+    /// Config Signal Info (0x0050) with these thresholds (default: the bar boundaries).
+    func configSignalInfo(
+        rssi rssiValues: [Int8] = QMISignalThresholds.rssi, rsrp rsrpValues: [Int16] = QMISignalThresholds.rsrp,
+        rsrq rsrqValues: [Int8] = QMISignalThresholds.rsrq, snr snrValues: [Int16] = QMISignalThresholds.lteSNR
+    ) async throws {
         let nas = try await requireNAS()
         try await request(
             "qmi_client_nas_config_signal_info",
@@ -656,8 +662,8 @@ final class QMISession: @unchecked Sendable {
                     values.withUnsafeBufferPointer { _ = g_array_append_vals(a, $0.baseAddress, guint(values.count)) }
                     return a
                 }
-                let rssi = array(QMISignalThresholds.rssi), rsrp = array(QMISignalThresholds.rsrp)
-                let rsrq = array(QMISignalThresholds.rsrq), snr = array(QMISignalThresholds.lteSNR)
+                let rssi = array(rssiValues), rsrp = array(rsrpValues)
+                let rsrq = array(rsrqValues), snr = array(snrValues)
                 qmi_message_nas_config_signal_info_input_set_rssi_threshold(input, rssi, nil)
                 qmi_message_nas_config_signal_info_input_set_rsrp_threshold(input, rsrp, nil)
                 qmi_message_nas_config_signal_info_input_set_rsrq_threshold(input, rsrq, nil)
