@@ -26,7 +26,7 @@ enum ExitStatus {
 
 @main
 enum Reach {
-    static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Diag.self]
+    static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Signal.self, Diag.self]
 
     static let spec = CommandSpec(
         name: "reach",
