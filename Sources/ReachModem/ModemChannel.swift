@@ -15,6 +15,8 @@ enum ChannelEvent: Sendable {
     case poll
     /// Time to read the cells again (band, channel, carriers and neighbours are never announced).
     case refreshCells
+    /// Time to poll the signal alone (a live view over a modem that cannot announce it).
+    case pollSignal
 }
 
 actor ModemChannel {
@@ -283,7 +285,7 @@ actor ModemChannel {
                 return true
             case .removed: return portGone()
             }
-        case .poll, .refreshCells:
+        case .poll, .refreshCells, .pollSignal:
             return true
         }
         state.error = nil

@@ -54,16 +54,21 @@ public struct ModemMonitorOptions: Sendable {
     /// How often the cells (band, channel, carriers, neighbours) are read again; no indication announces them.
     /// nil: only with the first read.
     public var cellInterval: Duration?
+    /// When set, a modem that cannot announce its signal has the signal alone polled this often (the live view's
+    /// interval), while the rest it cannot announce (the SIM) keeps `pollInterval`.
+    public var signalPollInterval: Duration?
 
     public init(
         read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
-        signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60)
+        signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60),
+        signalPollInterval: Duration? = nil
     ) {
         self.read = read
         self.pollInterval = pollInterval
         self.reopen = reopen
         self.signalReporting = signalReporting
         self.cellInterval = cellInterval
+        self.signalPollInterval = signalPollInterval
     }
 }
 
@@ -166,24 +171,28 @@ public struct ModemMonitor: Sendable {
                 }
             }
         }
-        var cellReader: Task<Void, Never>?
-        if let interval = options.cellInterval {
-            cellReader = Task {
+        func every(_ interval: Duration?, _ event: ChannelEvent) -> Task<Void, Never>? {
+            guard let interval else { return nil }
+            return Task {
                 while !Task.isCancelled {
                     do { try await Task.sleep(for: interval) } catch { return }
-                    sink.yield(.refreshCells)
+                    sink.yield(event)
                 }
             }
         }
+        let cellReader = every(options.cellInterval, .refreshCells)
+        let signalPoller = support.signal ? nil : every(options.signalPollInterval, .pollSignal)
         defer {
             poller?.cancel()
             cellReader?.cancel()
+            signalPoller?.cancel()
             sink.finish()
         }
         for await event in events {
             let reread: (IndicationSupport, cells: Bool)?
             switch event {
             case .poll: reread = (support, false)
+            case .pollSignal: reread = (IndicationSupport(registration: true, signal: false, sim: true), false)
             // Only the cells: everything else comes from indications or the poll.
             case .refreshCells: reread = (IndicationSupport(registration: true, signal: true, sim: true), true)
             default: reread = nil

@@ -129,7 +129,7 @@ final class TmuxPane: @unchecked Sendable {
         return out
     }
 
-    /// The installer's walk (-95, -110, -100, -85, -120, -95 dBm, here every 1.5 s) in a real terminal, through
+    /// The installer's walk (-95, -110, -100, -85, -120, -95 dBm, here every 2.5 s) in a real terminal, through
     /// qmi-proxy: the numbers, bars, peak hold and sparkline follow every step; the modem is pulled and comes back;
     /// Ctrl-C leaves the terminal as it was (cursor shown, main screen, line discipline untouched) with the last
     /// screen in the scrollback.
@@ -140,9 +140,9 @@ final class TmuxPane: @unchecked Sendable {
         let ns = try Namespace("live")
         defer { ns.delete() }
         let scenario = try String(contentsOfFile: TestPaths.scenarios + "/qmi-timeline-signal-walk.json", encoding: .utf8)
-            .replacingOccurrences(of: "\"every_ms\": 4000", with: "\"every_ms\": 1500")
-            .replacingOccurrences(of: "\"start_ms\": 4000", with: "\"start_ms\": 1500")
-        #expect(scenario.contains("\"every_ms\": 1500"))
+            .replacingOccurrences(of: "\"every_ms\": 4000", with: "\"every_ms\": 2500")
+            .replacingOccurrences(of: "\"start_ms\": 4000", with: "\"start_ms\": 2500")
+        #expect(scenario.contains("\"every_ms\": 2500"))
         let sim = try await ModemSimulator.start(json: scenario, extra: ["--clock-on-open"])
         let command = "ip netns exec \(ns.name) \(TestPaths.reach) signal --interval 0.5 --no-wifi --modem \(sim.link):qmi;"
             + " echo EXIT=$?; stty -a; sleep 120"

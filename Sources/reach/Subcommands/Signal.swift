@@ -92,9 +92,12 @@ extension Reach {
             let period = Duration.seconds(interval)
             var read = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds), viaProxy: !noProxy)
             read.logger = logger
+            // The signal every interval (reported, or polled where the modem cannot report it); the cells every 5 s;
+            // the rest a modem cannot announce (the SIM) as the agent does.
             let monitor = ModemMonitorOptions(
-                read: read, pollInterval: period, reopen: Backoff(initial: .milliseconds(500), maximum: .seconds(5)),
-                signalReporting: .live(interval: period), cellInterval: max(.seconds(5), period))
+                read: read, pollInterval: .seconds(cfg.modems.pollIntervalSeconds),
+                reopen: Backoff(initial: .milliseconds(500), maximum: .seconds(5)), signalReporting: .live(interval: period),
+                cellInterval: max(.seconds(5), period), signalPollInterval: period)
             let clock = ContinuousAgentClock()
             var modemSources: [any ModemSource] = []
             if !noModems && cfg.modems.enabled {
