@@ -161,11 +161,11 @@ public enum CellSummary {
     }
 
     /// "EARFCN 1300, PCI 123" for the serving cell.
-    public static func channel(_ cell: ServingCell) -> String? {
+    public static func channel(_ cell: ServingCell, separator: String = ", ") -> String? {
         var parts: [String] = []
         if let ch = cell.channel { parts.append("\(cell.rat.channelName) \(ch)") }
         if let id = cell.physicalID { parts.append("\(cell.rat.physicalIDKey.uppercased()) \(id)") }
-        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+        return parts.isEmpty ? nil : parts.joined(separator: separator)
     }
 }
 

@@ -67,15 +67,15 @@ public enum LiveSignalText {
     }
 
     /// "LTE B3 + NR n78  EARFCN 1300  PCI 123": technology and band, the serving cell's channel and identity.
-    public static func radioSummary(_ m: ModemState) -> String {
+    public static func radioSummary(_ m: ModemState, separator: String = "  ") -> String {
         var parts: [String] = []
         if let bands = CellSummary.bands(m) {
             parts.append(bands)
         } else if !m.accessTechnologies.isEmpty {
             parts.append(m.accessTechnologies.names.joined(separator: "+"))
         }
-        if let cell = m.cells.cell, let ch = CellSummary.channel(cell) { parts.append(ch.replacing(", ", with: "  ")) }
-        return parts.joined(separator: "  ")
+        if let cell = m.cells.cell, let ch = CellSummary.channel(cell, separator: separator) { parts.append(ch) }
+        return parts.joined(separator: separator)
     }
 
     static func block(_ link: LinkTrack, now: Timestamp) -> [String] {
@@ -148,8 +148,8 @@ public enum LiveSignalText {
             } else if !m.registration.isRegistered {
                 parts.append(m.registration.rawValue)
             } else {
-                let summary = radioSummary(m)
-                if !summary.isEmpty { parts.append(summary.replacing("  ", with: " ")) }
+                let summary = radioSummary(m, separator: " ")
+                if !summary.isEmpty { parts.append(summary) }
                 parts.append("bars \(m.bars)")
                 for measure in LiveMeasure.allCases {
                     if let v = measure.value(serving: m.signal, nr: m.nrSignal) { parts.append("\(measure.rawValue) \(number(v))") }
