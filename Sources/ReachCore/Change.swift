@@ -303,6 +303,7 @@ public enum ChangeReason {
     ) -> String {
         var parts: [String] = []
         if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
+        if let c = modemCheckReason(old?.modemCheck, new.modemCheck) { parts.append(c) }
         let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
         for m in new.wwan {
             parts.append(contentsOf: modemReasons(oldModems[m.device], m))
@@ -388,7 +389,24 @@ public enum ChangeReason {
             out.append(text)
         }
         if old.generation != new.generation { out.append("\(name) \(old.generation.name)→\(new.generation.name)") }
+        if old.packetService != new.packetService, let ps = new.packetService {
+            out.append("\(name) packet service \(old.packetService?.rawValue ?? "unknown")→\(ps.rawValue)")
+        }
+        if old.dataSession != new.dataSession {
+            let from = old.dataSession?.rawValue ?? "none", to = new.dataSession?.rawValue ?? "none"
+            out.append("\(name) data session \(from)→\(to)")
+        }
         return out
+    }
+
+    /// What the modem behind the route now says, when that changed: the blocking reason, or that it clears.
+    static func modemCheckReason(_ old: ModemCheck?, _ new: ModemCheck?) -> String? {
+        guard let new, old?.result != new.result || old?.reason != new.reason else { return nil }
+        switch new.result {
+        case .blocked: return new.reason
+        case .ok: return old?.result == .blocked ? "\(new.interface): the modem carries packets again" : nil
+        case .unknown: return old?.result == .blocked ? new.reason.map { "\($0); the route's answer stands" } : nil
+        }
     }
 
     static func wifiReasons(_ old: WiFiLink?, _ new: WiFiLink) -> [String] {

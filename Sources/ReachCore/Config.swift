@@ -37,6 +37,11 @@ public struct AgentConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Double = 5
         /// The poll used only when a modem sends no indications.
         public var pollIntervalSeconds: Double = 60
+        /// How the control ports are opened: through qmi-proxy/mbim-proxy (auto, proxy) or directly.
+        public var access: ModemAccess = .auto
+        /// How often the data session is asked again although indications announce it: some firmware sends them
+        /// late or never (README "Data session").
+        public var sessionRequerySeconds: Double = 10
         public init() {}
     }
 
@@ -166,6 +171,14 @@ extension AgentConfig {
                     c.modems.requestTimeoutSeconds = $0
                 }
                 m.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.modems.pollIntervalSeconds = $0 }
+                if let v = m.value("access") {
+                    if let s = v.stringValue, let a = ModemAccess(rawValue: s) {
+                        c.modems.access = a
+                    } else {
+                        r.problem(m.path("access"), "expected auto, proxy or direct, found \(r.show(v))")
+                    }
+                }
+                m.number("session_requery_seconds", in: 1...3600, unit: "seconds") { c.modems.sessionRequerySeconds = $0 }
             }
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
@@ -306,7 +319,18 @@ private final class ConfigReader {
             }
             var interface: String?
             if let i = o.value("interface"), !i.isNull { interface = interfaceName(i, at: o.path("interface")) }
-            if let devicePath { port = ModemPortSpec(path: devicePath, protocol: proto, interface: interface) }
+            var muxID: Int?
+            if let v = o.value("mux_id"), !v.isNull {
+                if let n = v.intValue, (0...255).contains(n) {
+                    muxID = Int(n)
+                } else {
+                    problem(o.path("mux_id"), "expected a mux id (QMI) or session id (MBIM) from 0 to 255, or null, found \(show(v))")
+                }
+                if o.value("interface") == nil || o.value("interface")?.isNull == true {
+                    problem(o.path("mux_id"), "needs \"interface\": the network interface that carries this channel")
+                }
+            }
+            if let devicePath { port = ModemPortSpec(path: devicePath, protocol: proto, interface: interface, muxID: muxID) }
         }
         return port
     }
@@ -474,12 +498,14 @@ extension AgentConfig {
                             modems.ports.map {
                                 .object([
                                     ("path", .string($0.path)), ("protocol", .optional($0.protocol?.rawValue)),
-                                    ("interface", .optional($0.interface)),
+                                    ("interface", .optional($0.interface)), ("mux_id", .optional($0.muxID)),
                                 ])
                             })
                     ),
                     ("request_timeout_seconds", .double(modems.requestTimeoutSeconds)),
                     ("poll_interval_seconds", .double(modems.pollIntervalSeconds)),
+                    ("access", .string(modems.access.rawValue)),
+                    ("session_requery_seconds", .double(modems.sessionRequerySeconds)),
                 ])
             ),
             (
