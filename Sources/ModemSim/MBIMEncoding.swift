@@ -264,10 +264,11 @@ enum MBIMEncoding {
     }
 
     /// The CIDs each service offers; MS Basic Connect Extensions (with Version) only with MBIMEx 2.0 or later.
-    static let basicConnectCIDs: [UInt32] = [1, 2, 3, 4, 6, 9, 10, 11, 16, 19]
+    static let basicConnectCIDs: [UInt32] = [1, 2, 3, 4, 6, 9, 10, 11, 12, 16, 19]
 
-    static func deviceServices(mbimex: MBIMExVersion) -> [UInt8] {
-        var services: [(MBIMUUID, [UInt32])] = [(MBIMServices.basicConnect, basicConnectCIDs)]
+    static func deviceServices(mbimex: MBIMExVersion, connect: Bool = true) -> [UInt8] {
+        let basic = basicConnectCIDs.filter { connect || $0 != MBIMServices.BasicConnect.connect }
+        var services: [(MBIMUUID, [UInt32])] = [(MBIMServices.basicConnect, basic)]
         if mbimex >= .v2 { services.append((MBIMServices.msBasicConnectExtensions, [MBIMServices.MSBasicConnectExtensions.version])) }
         var b = MBIMBufferBuilder()
         b.u32(UInt32(services.count))
