@@ -78,11 +78,15 @@ public struct RouteView: Sendable, Equatable {
     public var supportsIPv4: Bool?
     public var supportsIPv6: Bool?
     public var error: String?
+    /// The routes `route` was chosen from (IPv4 and IPv6 defaults; one per address of a host), so that the merge with
+    /// the modems can pick another when a modem blocks the chosen one (`Snapshot.derive`).
+    public var candidates: [RouteLookup] = []
 
     public init() {}
 
     public func apply(to s: inout Snapshot) {
         s.route = route
+        s.routeCandidates = candidates
         s.resolvedAddresses = resolvedAddresses
         s.resolutionError = resolutionError
         s.supportsIPv4 = supportsIPv4
@@ -105,6 +109,7 @@ public struct RouteView: Sendable, Equatable {
                 view.supportsIPv4 = usable(v4)
                 view.supportsIPv6 = usable(v6)
                 view.route = [v4, v6].first(where: usable) ?? v4 ?? v6
+                view.candidates = [v4, v6].compactMap { $0 }
             case let .address(text):
                 guard let address = IPAddress(text) else {
                     view.error = "'\(text)' is not an IPv4 or IPv6 address"
@@ -124,6 +129,7 @@ public struct RouteView: Sendable, Equatable {
                     var routes: [RouteLookup] = []
                     for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
                     view.route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
+                    view.candidates = routes
                 }
             }
         } catch {

@@ -53,7 +53,8 @@ public enum Diagnostics {
             readModems: config.modems.enabled,
             wifiInterface: config.wifi.interfaces.count == 1 ? config.wifi.interfaces[0] : nil,
             readWiFi: config.wifi.enabled,
-            modemOptions: ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds)),
+            modemOptions: ModemReadOptions(
+                requestTimeout: .seconds(config.modems.requestTimeoutSeconds), access: config.modems.access),
             interfaceOverrides: config.interfaceKinds)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()

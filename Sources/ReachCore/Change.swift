@@ -303,11 +303,11 @@ public enum ChangeReason {
     ) -> String {
         var parts: [String] = []
         if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
-        if let c = modemCheckReason(old?.modemCheck, new.modemCheck) { parts.append(c) }
         let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
         for m in new.wwan {
             parts.append(contentsOf: modemReasons(oldModems[m.device], m))
         }
+        if let c = modemCheckReason(old?.modemCheck, new.modemCheck) { parts.append(c) }
         let oldWiFi = Dictionary((old?.wifi ?? []).map { ($0.interface, $0) }, uniquingKeysWith: { a, _ in a })
         for w in new.wifi {
             parts.append(contentsOf: wifiReasons(oldWiFi[w.interface], w))

@@ -11,8 +11,12 @@ import ReachGLib
 enum ChannelEvent: Sendable {
     case qmi(QMIIndication)
     case mbim(MBIMIndication)
+    /// A data-session indication from an observer client (QMI WDS).
+    case dataSession(DataSessionIndication)
     /// Time to poll what the modem does not announce.
     case poll
+    /// Time to ask the data sessions again (indications can be late or missing; after a registration change).
+    case requery
 }
 
 actor ModemChannel {
@@ -29,8 +33,17 @@ actor ModemChannel {
     private var qmi = QMIModemReadings()
     private var mbim = MBIMModemReadings()
     private var readStaticInfo = false
+    /// The data-session observers (QMIDataSession.swift, MBIMDataSession.swift) and what they read.
+    private var qmiData: QMIDataObserver?
+    private var mbimData: MBIMDataObserver?
+    private var dataChannels: [DataChannel] = []
+    /// Set when an indication changed the registration: the caller should ask the data sessions again.
+    private var requeryWanted = false
 
-    private init(spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks) {
+    private init(
+        spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks,
+        links: [DataLink]
+    ) {
         self.spec = spec
         self.session = session
         self.logger = logger
@@ -38,14 +51,19 @@ actor ModemChannel {
         var state = ModemState(device: spec.path, protocol: p)
         state.interface = spec.interface
         self.state = state
+        switch session {
+        case let .qmi(q): qmiData = QMIDataObserver(session: q, links: links, logger: logger)
+        case let .mbim(m): mbimData = MBIMDataObserver(session: m, links: links)
+        }
     }
 
-    /// A state for a port that could not be opened or read at all.
+    /// A state for a port that could not be opened or read at all; what else holds the port is named.
     static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
         var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
         state.interface = spec.interface
         state.error = ModemChannel.describe(error)
         state.present = present ?? !ModemChannel.meansGone(error)
+        if state.present, let busy = ProcFacts.holdersNote(spec.path) { state.error! += "; " + busy }
         return state
     }
 
@@ -61,17 +79,70 @@ actor ModemChannel {
         }
         var logger = options.logger
         logger[metadataKey: "modem.device"] = "\(spec.path)"
-        switch p {
-        case .qmi:
-            let s = try await QMISession.open(
-                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy, logger: logger)
-            return ModemChannel(spec: spec, protocol: p, session: .qmi(s), logger: logger, quirks: quirks)
-        case .mbim:
-            let s = try await MBIMSession.open(
-                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy,
-                mbimex: quirks.mbimex != .none, logger: logger)
-            return ModemChannel(spec: spec, protocol: p, session: .mbim(s), logger: logger, quirks: quirks)
+        let links = DataLinkMap.links(for: spec, protocol: p, sysfsRoot: options.sysfsRoot)
+        let proxyName = p == .qmi ? "qmi-proxy" : "mbim-proxy"
+        var plan = AccessPlan.decide(
+            options.access, proxyName: proxyName, euid: geteuid(), listening: ProcFacts.listening(proxyName),
+            installed: ProcFacts.proxyInstalled(proxyName))
+        func session(proxy: Bool) async throws -> Session {
+            switch p {
+            case .qmi:
+                return .qmi(try await QMISession.open(
+                    path: spec.path, timeout: options.requestTimeout, proxy: proxy, logger: logger))
+            case .mbim:
+                return .mbim(try await MBIMSession.open(
+                    path: spec.path, timeout: options.requestTimeout, proxy: proxy, mbimex: quirks.mbimex != .none,
+                    logger: logger))
+            }
         }
+        if plan.proxy, let why = ProxyLauncher.ensure(proxyName) {
+            logger.debug("Proxy not started", metadata: ["proxy": "\(proxyName)", "why": "\(why)"])
+            if options.access == .auto {
+                plan = AccessPlan(proxy: false, reason: "\(why); opened directly")
+            }
+        }
+        let opened: Session
+        do {
+            opened = try await session(proxy: plan.proxy)
+        } catch let error where plan.proxy && !meansGone(error) && !Task.isCancelled {
+            // `auto` falls back to direct only when no proxy could be started; a proxy that runs and fails us is
+            // someone else's (ModemManager's), and opening the port beside it would steal its replies.
+            guard options.access == .auto, !ProcFacts.listening(proxyName) else {
+                throw ModemError(proxyFailure(error, proxyName: proxyName))
+            }
+            logger.debug("No proxy could be started; opening the port directly", metadata: ["error": "\(error)"])
+            plan = AccessPlan(proxy: false, reason: "\(proxyName) could not be started (\(describe(error))); opened directly")
+            opened = try await session(proxy: false)
+        }
+        let channel = ModemChannel(spec: spec, protocol: p, session: opened, logger: logger, quirks: quirks, links: links)
+        await channel.noteAccess(plan, proxyName: proxyName)
+        return channel
+    }
+
+    /// Why a proxied open failed, with the cause when the proxy serves only root and we are not root.
+    static func proxyFailure(_ error: Error, proxyName: String) -> String {
+        var text = describe(error)
+        let euid = geteuid()
+        if euid != 0 {
+            let owner = ProcFacts.processes(named: proxyName).first
+            let who = owner.map { "\($0.command) (pid \($0.pid)\(ProcFacts.uid(of: $0.pid).map { ", uid \($0)" } ?? ""))" } ?? proxyName
+            text += "; \(who) refused us: the proxy serves only root (or the user libqmi/libmbim were built for)"
+                + " and reach runs as uid \(euid)"
+        }
+        return text
+    }
+
+    /// Records how the port was opened, and who else holds it when that matters: a direct opener beside anything,
+    /// or another direct opener beside the proxy.
+    private func noteAccess(_ plan: AccessPlan, proxyName: String) {
+        state.access = plan.proxy ? .proxy : .direct
+        var reasons = plan.reason.map { [$0] } ?? []
+        if let busy = ProcFacts.holdersNote(spec.path, excluding: plan.proxy ? [proxyName] : []) {
+            reasons.append(busy + (plan.proxy
+                ? ": a direct opener and the proxy lose each other's replies"
+                : ": opening it directly beside another reader loses replies on both sides (modems.access auto)"))
+        }
+        state.accessReason = reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
     // MARK: Reading
@@ -96,7 +167,31 @@ actor ModemChannel {
                 try await self.guarded { try await self.readMBIMSIM(m) }
                 self.readStaticInfo = true
             }
+            try await self.readDataSessions()
         }
+    }
+
+    /// Asks the data sessions again (the re-query timer, a registration change). False when the modem stopped
+    /// answering or went away.
+    @discardableResult
+    func requery() async -> Bool {
+        await step { _ in try await self.readDataSessions() }
+    }
+
+    /// Whether an indication since the last call changed the registration (so the sessions should be asked again).
+    func takeRequeryRequest() -> Bool {
+        defer { requeryWanted = false }
+        return requeryWanted
+    }
+
+    /// Whether the modem has data sessions to ask.
+    var observesDataSessions: Bool { qmiData != nil || mbimData != nil }
+
+    /// The observers' reading: each failure is that observer's unknown, never the modem's error; a transport failure
+    /// is thrown.
+    private func readDataSessions() async throws {
+        if let qmiData { dataChannels = try await qmiData.read() }
+        if let mbimData { dataChannels = try await mbimData.read() }
     }
 
     /// Re-reads only what the modem does not announce. False when the modem stopped answering or went away.
@@ -218,12 +313,14 @@ actor ModemChannel {
         case .mbim:
             mbim.apply(to: &state)
         }
+        state.dataChannels = dataChannels
     }
 
     // MARK: Indications
 
     /// Asks the modem to announce changes; they arrive through `sink` as `ChannelEvent`s.
     func subscribe(_ sink: @escaping @Sendable (ChannelEvent) -> Void) async -> IndicationSupport {
+        await qmiData?.subscribe { sink(.dataSession($0)) }
         switch session {
         case let .qmi(q): return await q.subscribe { sink(.qmi($0)) }
         case let .mbim(m): return await m.subscribe { sink(.mbim($0)) }
@@ -239,6 +336,8 @@ actor ModemChannel {
     }
 
     private func apply(_ event: ChannelEvent) -> Bool {
+        let registrationBefore = state.registration
+        defer { if state.registration != registrationBefore { requeryWanted = true } }
         switch event {
         case let .qmi(i):
             switch i {
@@ -261,13 +360,19 @@ actor ModemChannel {
             case let .signalState(s): mbim.signal = s
             case let .subscriber(s):
                 mbim.sim = SIMState(mbimSubscriberReadyState: s.readyState, pinType: nil)
+            case let .connect(c):
+                MBIMDataObserver.apply(c, to: &dataChannels)
             case let .malformed(text):
                 logger.debug("MBIM message not understood", metadata: ["error": "\(text)"])
                 state.error = text
                 return true
             case .removed: return portGone()
             }
-        case .poll:
+        case let .dataSession(.qmi(channel, family, status)):
+            QMIDataObserver.apply(channel, family, status, to: &dataChannels)
+        case let .dataSession(.mbim(id, activation)):
+            MBIMDataObserver.apply(MBIMConnectState(sessionID: UInt32(id), activation: activation), to: &dataChannels)
+        case .poll, .requery:
             return true
         }
         state.error = nil
@@ -292,6 +397,7 @@ actor ModemChannel {
     }
 
     func close() async {
+        await qmiData?.close()
         switch session {
         case let .qmi(q): await q.close()
         case let .mbim(m): await m.close()

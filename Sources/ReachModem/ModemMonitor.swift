@@ -48,11 +48,19 @@ public struct ModemMonitorOptions: Sendable {
     public var pollInterval: Duration?
     /// Delays between attempts to reopen a lost port.
     public var reopen: Backoff
+    /// How often the data sessions are asked again although indications announce them: some firmware sends them
+    /// late or never (ModemManager commit 291300cf, the Netgear AC341U; quectel-CM polls for the same reason). They
+    /// are also asked again at every registration change. nil: only then.
+    public var sessionRequery: Duration?
 
-    public init(read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff()) {
+    public init(
+        read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
+        sessionRequery: Duration? = .seconds(10)
+    ) {
         self.read = read
         self.pollInterval = pollInterval
         self.reopen = reopen
+        self.sessionRequery = sessionRequery
     }
 }
 
@@ -155,8 +163,18 @@ public struct ModemMonitor: Sendable {
                 }
             }
         }
+        var requerier: Task<Void, Never>?
+        if let interval = options.sessionRequery, await channel.observesDataSessions {
+            requerier = Task {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: interval) } catch { return }
+                    sink.yield(.requery)
+                }
+            }
+        }
         defer {
             poller?.cancel()
+            requerier?.cancel()
             sink.finish()
         }
         for await event in events {
@@ -170,9 +188,21 @@ public struct ModemMonitor: Sendable {
                 emit(state, .poll)
                 continue
             }
+            if case .requery = event {
+                let ok = await withDeadline(options.read.readTimeout) { await channel.requery() }
+                let state = await channel.state
+                guard case .finished(true) = ok else {
+                    emit(state, .portLost)
+                    return
+                }
+                emit(state, .poll)
+                continue
+            }
             let alive = await channel.handle(event)
             emit(await channel.state, alive ? .indication : .portLost)
             if !alive { return }
+            // A registration change may have ended or started a session that some firmware does not announce.
+            if await channel.takeRequeryRequest() { sink.yield(.requery) }
         }
     }
 }

@@ -24,7 +24,8 @@ import Testing
         let config = """
             {"report":{"path":"\(dir)/reach.jsonl","interval_seconds":3600},
              "changes":{"hold_down_seconds":\(holdDown),"bar_hysteresis_db":3},
-             "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600},
+             "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600,
+                       "access":"direct"},
              "wifi":{"enabled":false}}
             """
         let agent = try await EndToEndTests.AgentProcess.start(config: config, dir: dir)

@@ -49,7 +49,7 @@ import ReachCore
         ModemMonitor(
             ModemPortSpec(path: sim.link, protocol: proto),
             options: ModemMonitorOptions(
-                read: ModemReadOptions(requestTimeout: .seconds(2)), pollInterval: poll,
+                read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct), pollInterval: poll,
                 reopen: Backoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0.1)))
     }
 

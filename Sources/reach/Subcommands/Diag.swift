@@ -24,9 +24,11 @@ extension Reach {
                 OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config)."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
+                ModemAccessOption.spec,
             ])
 
         var json: Bool
+        var modemAccess: ModemAccess?
         var bundle: String?
         var showIdentifiers: Bool
         var config: String?
@@ -36,13 +38,15 @@ extension Reach {
             bundle = p.value("bundle")
             showIdentifiers = p.flag("show-identifiers")
             config = p.value("config")
+            modemAccess = try ModemAccessOption.parse(p)
             if let bundle, bundle.isEmpty || bundle.hasSuffix("/") {
                 throw UsageError("--bundle needs a file name, got '\(bundle)'")
             }
         }
 
         func run() async -> Int32 {
-            guard let cfg = loadConfig(config) else { return ExitStatus.config }
+            guard var cfg = loadConfig(config) else { return ExitStatus.config }
+            if let modemAccess { cfg.modems.access = modemAccess }
             let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers)
             print(json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text())
             if let bundle {

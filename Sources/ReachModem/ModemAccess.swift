@@ -1,0 +1,238 @@
+// Sharing a modem: open its control port through qmi-proxy / mbim-proxy as ModemManager does, and say who else holds
+// the port when something goes wrong.
+//
+// A cdc-wdm node (like a pty) hands each read to whichever reader comes first: two processes that open the port
+// directly each lose some of the other's replies, and so do a direct opener and the proxy ModemManager uses. Two
+// clients of the same proxy do not (the proxy routes each reply by client id / transaction). libqmi and libmbim start
+// the proxy on demand (QMI_DEVICE_OPEN_FLAGS_PROXY, MBIM_DEVICE_OPEN_FLAGS_PROXY); it listens on an abstract unix
+// socket, "@qmi-proxy" / "@mbim-proxy", one per network namespace. The proxies serve only root (or the one user
+// libqmi/libmbim were built for): a root qmi-proxy hangs up on another user, a root mbim-proxy lets its open time out,
+// and a proxy started by another user exits at once.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import ReachCore
+
+/// How a port is to be opened, and why when that is not the configured way.
+struct AccessPlan: Sendable, Equatable {
+    var proxy: Bool
+    var reason: String?
+
+    /// - Parameters:
+    ///   - listening: a proxy for this protocol already listens in our network namespace.
+    ///   - installed: the proxy binary libqmi/libmbim would start exists.
+    static func decide(_ access: ModemAccess, proxyName: String, euid: UInt32, listening: Bool, installed: Bool) -> AccessPlan {
+        switch access {
+        case .direct: return AccessPlan(proxy: false)
+        case .proxy: return AccessPlan(proxy: true)
+        case .auto:
+            if listening { return AccessPlan(proxy: true) }
+            if !installed {
+                return AccessPlan(proxy: false, reason: "\(proxyName) is not installed; opened directly")
+            }
+            if euid != 0 {
+                // A proxy we started would run as us and refuse us: it serves only root (or its build-time user).
+                return AccessPlan(
+                    proxy: false, reason: "\(proxyName) serves only root and none is running; opened directly (uid \(euid))")
+            }
+            return AccessPlan(proxy: true)
+        }
+    }
+}
+
+/// Facts from /proc about proxies and who holds a port. Every scan is bounded by what /proc lists; unreadable entries
+/// are counted, never fatal.
+enum ProcFacts {
+    /// Where libqmi/libmbim look for their proxy (their libexecdir: /usr/libexec on Debian and OpenWrt; older Debian
+    /// and Ubuntu builds used /usr/lib/libqmi and /usr/lib/libmbim).
+    static func proxyPath(_ name: String) -> String? {
+        let dirs: [String] = ["/usr/libexec", "/usr/lib/libqmi", "/usr/lib/libmbim", "/usr/local/libexec"]
+        return dirs.map { dir in dir + "/" + name }.first { path in access(path, X_OK) == 0 }
+    }
+
+    static func proxyInstalled(_ name: String) -> Bool { proxyPath(name) != nil }
+
+    /// Whether an abstract unix socket `@name` exists in our network namespace (proc(5), /proc/net/unix: the path is
+    /// the last column, abstract names start with "@").
+    static func listening(_ name: String, procNetUnix: String = "/proc/net/unix") -> Bool {
+        guard let text = readSmallFile(procNetUnix, limit: 1 << 22) else { return false }
+        let needle = "@" + name
+        return text.split(separator: "\n").contains { line in line.split(separator: " ").last.map(String.init) == needle }
+    }
+
+    /// A process holding the port.
+    struct Holder: Sendable, Equatable, CustomStringConvertible {
+        var pid: Int32
+        var command: String
+        var description: String { "\(command) (pid \(pid))" }
+    }
+
+    /// The processes (other than us) with `path` open, and how many processes could not be inspected (another user's
+    /// /proc/PID/fd needs ptrace access).
+    static func holders(of path: String, proc: String = "/proc") -> (holders: [Holder], uninspectable: Int) {
+        guard let target = realPath(path) else { return ([], 0) }
+        let me = getpid()
+        var found: [Holder] = []
+        var hidden = 0
+        for entry in list(proc) {
+            guard let pid = Int32(entry), pid != me else { continue }
+            let fdDir = "\(proc)/\(entry)/fd"
+            guard let dir = opendir(fdDir) else {
+                if errno == EACCES || errno == EPERM { hidden += 1 }
+                continue
+            }
+            var holds = false
+            while !holds, let e = readdir(dir) {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard name != ".", name != ".." else { continue }
+                holds = readLink("\(fdDir)/\(name)") == target
+            }
+            closedir(dir)
+            if holds {
+                found.append(Holder(pid: pid, command: readSmallFile("\(proc)/\(entry)/comm", limit: 64)?.trimmingSpaces ?? "?"))
+            }
+        }
+        return (found.sorted { $0.pid < $1.pid }, hidden)
+    }
+
+    /// The processes named `command` in our network namespace (by /proc/PID/ns/net; a process whose namespace we may
+    /// not read counts when no process's could be read at all, as for a user that may not inspect root's processes).
+    static func processes(named command: String, proc: String = "/proc") -> [Holder] {
+        let ours = readLink("\(proc)/self/ns/net")
+        var sameNamespace: [Holder] = []
+        var unknownNamespace: [Holder] = []
+        for entry in list(proc) {
+            guard let pid = Int32(entry), readSmallFile("\(proc)/\(entry)/comm", limit: 64)?.trimmingSpaces == command else {
+                continue
+            }
+            switch readLink("\(proc)/\(entry)/ns/net") {
+            case nil: unknownNamespace.append(Holder(pid: pid, command: command))
+            case let ns? where ns == ours: sameNamespace.append(Holder(pid: pid, command: command))
+            default: break
+            }
+        }
+        return (sameNamespace.isEmpty ? unknownNamespace : sameNamespace).sorted { $0.pid < $1.pid }
+    }
+
+    /// The uid of a process (the real uid, /proc/PID/status "Uid:").
+    static func uid(of pid: Int32, proc: String = "/proc") -> UInt32? {
+        guard let text = readSmallFile("\(proc)/\(pid)/status", limit: 8192) else { return nil }
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
+        return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { UInt32($0) }
+    }
+
+    /// "the port is also open in uqmi (pid 4242)", naming what holds `path` besides `excluding`; nil when nothing
+    /// else does (or nothing could be seen).
+    static func holdersNote(_ path: String, excluding: [String] = []) -> String? {
+        let (all, hidden) = holders(of: path)
+        let others = all.filter { !excluding.contains($0.command) }
+        var parts: [String] = []
+        if !others.isEmpty { parts.append("the port is also open in " + others.map(\.description).joined(separator: ", ")) }
+        if hidden > 0 && others.isEmpty && geteuid() != 0 {
+            parts.append("\(hidden) processes could not be inspected (run as root to name what holds the port)")
+        }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+
+    // MARK: Small helpers
+
+    static func list(_ dir: String) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { out.append(name) }
+        }
+        return out
+    }
+
+    static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink(path, &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    static func readSmallFile(_ path: String, limit: Int) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < limit {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes.prefix(limit), as: UTF8.self)
+    }
+}
+
+/// Starts qmi-proxy / mbim-proxy the way libqmi/libmbim do on demand (the same binary, no arguments, detached), but
+/// with every signal unblocked and at its default action. Started by libqmi itself from our GLib thread, the proxy
+/// inherited that thread's signal mask (Swift's worker threads block SIGTERM and SIGINT), so it ignored SIGTERM and
+/// outlived every polite attempt to stop it; g_spawn_async offers no hook to reset the mask.
+enum ProxyLauncher {
+    /// Starts the proxy unless one listens already, and waits until it does. Nil when it listens; else why not.
+    static func ensure(_ name: String, wait: Duration = .milliseconds(2000)) -> String? {
+        if ProcFacts.listening(name) { return nil }
+        guard let binary = ProcFacts.proxyPath(name) else { return "\(name) is not installed" }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        // SETSIGMASK 0x08 | SETSIGDEF 0x04 | SETSID 0x80 (spawn.h): its own session, as a daemon.
+        posix_spawnattr_setflags(&attributes, Int16(0x08 | 0x04 | 0x80))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(binary), nil]
+        defer { for p in argv { free(p) } }
+        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, environ)
+        guard rc == 0 else { return "\(name) could not be started: \(String(cString: strerror(rc)))" }
+        reapLater(pid)
+        let deadline = ContinuousClock.now + wait
+        while ContinuousClock.now < deadline {
+            if ProcFacts.listening(name) { return nil }
+            var ts = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&ts, nil)
+        }
+        return "\(name) (pid \(pid)) did not start listening within \(wait.milliseconds) ms"
+    }
+
+    /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
+    private static func reapLater(_ pid: pid_t) {
+        let box = UnsafeMutablePointer<pid_t>.allocate(capacity: 1)
+        box.initialize(to: pid)
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { data in
+            let p = data!.assumingMemoryBound(to: pid_t.self)
+            let pid = p.pointee
+            p.deallocate()
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return nil
+        }, box)
+        if rc == 0 { pthread_detach(thread) } else { box.deallocate() }
+    }
+}
