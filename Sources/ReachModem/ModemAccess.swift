@@ -58,9 +58,25 @@ enum ProcFacts {
     /// Whether an abstract unix socket `@name` exists in our network namespace (proc(5), /proc/net/unix: the path is
     /// the last column, abstract names start with "@").
     static func listening(_ name: String, procNetUnix: String = "/proc/net/unix") -> Bool {
-        guard let text = readSmallFile(procNetUnix, limit: 1 << 22) else { return false }
-        let needle = "@" + name
-        return text.split(separator: "\n").contains { line in line.split(separator: " ").last.map(String.init) == needle }
+        // Streamed in chunks: the table has a line per unix socket of the namespace, which a busy box has thousands of.
+        let needle = Array((" @" + name + "\n").utf8)
+        let fd = open(procNetUnix, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        var window: [UInt8] = []
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            window += chunk[0..<n]
+            if window.count >= needle.count {
+                for i in 0...(window.count - needle.count) where window[i] == needle[0] && Array(window[i..<(i + needle.count)]) == needle {
+                    return true
+                }
+                window = Array(window.suffix(needle.count - 1))
+            }
+        }
     }
 
     /// A process holding the port.
@@ -98,8 +114,8 @@ enum ProcFacts {
         return (found.sorted { $0.pid < $1.pid }, hidden)
     }
 
-    /// The processes named `command` in our network namespace (by /proc/PID/ns/net; a process whose namespace we may
-    /// not read counts when no process's could be read at all, as for a user that may not inspect root's processes).
+    /// The processes named `command` in our network namespace (by /proc/PID/ns/net); when no process's namespace
+    /// could be read (a user that may not inspect root's processes), every process of that name.
     static func processes(named command: String, proc: String = "/proc") -> [Holder] {
         let ours = readLink("\(proc)/self/ns/net")
         var sameNamespace: [Holder] = []
@@ -115,6 +131,17 @@ enum ProcFacts {
             }
         }
         return (sameNamespace.isEmpty ? unknownNamespace : sameNamespace).sorted { $0.pid < $1.pid }
+    }
+
+    /// "qmi-proxy (pid 4242, uid 0)" for the proxy of our network namespace; without the pid when that cannot be
+    /// told (another user may not read root's /proc/PID/ns/net, and every namespace has a proxy of its own).
+    static func describeProxy(_ name: String) -> String {
+        let candidates = processes(named: name)
+        let uids = Set(candidates.compactMap { uid(of: $0.pid) })
+        if candidates.count == 1, let p = candidates.first {
+            return "\(name) (pid \(p.pid)\(uids.first.map { ", uid \($0)" } ?? ""))"
+        }
+        return uids.count == 1 ? "\(name) (run by uid \(uids.first!))" : name
     }
 
     /// The uid of a process (the real uid, /proc/PID/status "Uid:").
@@ -137,45 +164,16 @@ enum ProcFacts {
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
-    // MARK: Small helpers
-
-    static func list(_ dir: String) -> [String] {
-        guard let d = opendir(dir) else { return [] }
-        defer { closedir(d) }
-        var out: [String] = []
-        while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { out.append(name) }
-        }
-        return out
-    }
-
-    static func readLink(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink(path, &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    /// procfs through the same small reader as sysfs.
+    static let fs = SysFS(root: "/")
+    static func list(_ dir: String) -> [String] { fs.list(dir) }
+    static func readLink(_ path: String) -> String? { fs.readLink(path) }
+    static func readSmallFile(_ path: String, limit: Int) -> String? { fs.read(path, limit: limit) }
 
     static func realPath(_ path: String) -> String? {
         guard let p = realpath(path, nil) else { return nil }
         defer { free(p) }
         return String(cString: p)
-    }
-
-    static func readSmallFile(_ path: String, limit: Int) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while bytes.count < limit {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes.prefix(limit), as: UTF8.self)
     }
 }
 

@@ -63,7 +63,10 @@ actor ModemChannel {
         state.interface = spec.interface
         state.error = ModemChannel.describe(error)
         state.present = present ?? !ModemChannel.meansGone(error)
-        if state.present, let busy = ProcFacts.holdersNote(spec.path) { state.error! += "; " + busy }
+        // (A proxy that refused us is the cause already; the port's holders would only add noise.)
+        if state.present, !state.error!.contains("refused us"), let busy = ProcFacts.holdersNote(spec.path) {
+            state.error! += "; " + busy
+        }
         return state
     }
 
@@ -104,7 +107,11 @@ actor ModemChannel {
         let opened: Session
         do {
             opened = try await session(proxy: plan.proxy)
-        } catch let error where plan.proxy && !meansGone(error) && !Task.isCancelled {
+        } catch let error where !plan.proxy && plan.reason != nil {
+            // Say why the port was opened directly: that is often why it failed (a user the proxy would refuse).
+            throw ModemError("\(describe(error)) (\(plan.reason!))")
+        } catch let error where plan.proxy && !Task.isCancelled && DeviceNode.check(spec.path) != .missing {
+            // (A proxy that hangs up on us looks like a port that went away; the node is still there.)
             // `auto` falls back to direct only when no proxy could be started; a proxy that runs and fails us is
             // someone else's (ModemManager's), and opening the port beside it would steal its replies.
             guard options.access == .auto, !ProcFacts.listening(proxyName) else {
@@ -112,7 +119,11 @@ actor ModemChannel {
             }
             logger.debug("No proxy could be started; opening the port directly", metadata: ["error": "\(error)"])
             plan = AccessPlan(proxy: false, reason: "\(proxyName) could not be started (\(describe(error))); opened directly")
-            opened = try await session(proxy: false)
+            do {
+                opened = try await session(proxy: false)
+            } catch {
+                throw ModemError("\(describe(error)) (\(plan.reason!))")
+            }
         }
         let channel = ModemChannel(spec: spec, protocol: p, session: opened, logger: logger, quirks: quirks, links: links)
         await channel.noteAccess(plan, proxyName: proxyName)
@@ -124,10 +135,8 @@ actor ModemChannel {
         var text = describe(error)
         let euid = geteuid()
         if euid != 0 {
-            let owner = ProcFacts.processes(named: proxyName).first
-            let who = owner.map { "\($0.command) (pid \($0.pid)\(ProcFacts.uid(of: $0.pid).map { ", uid \($0)" } ?? ""))" } ?? proxyName
-            text += "; \(who) refused us: the proxy serves only root (or the user libqmi/libmbim were built for)"
-                + " and reach runs as uid \(euid)"
+            text += "; \(ProcFacts.describeProxy(proxyName)) refused us: the proxy serves only root (or the user"
+                + " libqmi/libmbim were built for) and reach runs as uid \(euid)"
         }
         return text
     }

@@ -178,18 +178,12 @@ public struct ModemMonitor: Sendable {
             sink.finish()
         }
         for await event in events {
-            if case .poll = event {
-                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(support) }
-                let state = await channel.state
-                guard case .finished(true) = ok else {
-                    emit(state, .portLost)
-                    return
+            let asks: Bool? = { if case .poll = event { return true } else if case .requery = event { return false } else { return nil } }()
+            if let polling = asks {
+                // The fallback poll, or the data sessions asked again: both ask the modem within the read deadline.
+                let ok = await withDeadline(options.read.readTimeout) {
+                    polling ? await channel.poll(support) : await channel.requery()
                 }
-                emit(state, .poll)
-                continue
-            }
-            if case .requery = event {
-                let ok = await withDeadline(options.read.readTimeout) { await channel.requery() }
                 let state = await channel.state
                 guard case .finished(true) = ok else {
                     emit(state, .portLost)
