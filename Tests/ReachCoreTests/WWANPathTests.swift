@@ -306,3 +306,49 @@ import Testing
         #expect(WWANPath.check(interface: "wwan0", modem: m).reason == "wwan0: registration denied (cause 99)")
     }
 }
+
+/// The agent's view of a session drop: one held-down change line naming the modem and why, and one line back.
+@Suite struct SessionChangeTests {
+    static func snapshot(_ session: DataSessionState, registration: RegistrationState = .home) -> Snapshot {
+        var m = ModemState(device: "/dev/cdc-wdm0", protocol: .qmi)
+        m.interface = "wwan0"
+        m.registration = registration
+        m.accessTechnologies = registration.isRegistered ? [.lte] : .none
+        m.packetService = .attached
+        m.signal = SignalMeasurement(rsrp: -95)
+        m.dataChannels = [DataChannel(interface: "wwan0", clients: [
+            DataClientReading(family: .ipv4, state: session), DataClientReading(family: .ipv6, state: session),
+        ])]
+        var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
+        s.wwan = [m]
+        s.route = WWANPathTests.route("wwan0", .wwan)
+        s.derive()
+        return s
+    }
+
+    @Test func dropIsHeldDownThenOneLineAndTheReturnIsAtOnce() {
+        var d = ChangeDetector(policy: ChangePolicy(holdDown: .seconds(5), barHysteresisDB: 3))
+        _ = d.observe(Self.snapshot(.connected), at: .seconds(0))
+        #expect(d.observe(Self.snapshot(.disconnected), at: .seconds(10)) == nil)  // held
+        #expect(d.tick(at: .seconds(12)) == nil)
+        let drop = d.tick(at: .seconds(15))
+        #expect(drop?.changed == [.status, .medium, .reachable])
+        #expect(drop?.reason == "/dev/cdc-wdm0 data session connected→disconnected; wwan0: the modem has no data session")
+        #expect(d.tick(at: .seconds(30)) == nil)
+        let back = d.observe(Self.snapshot(.connected), at: .seconds(31))
+        #expect(back?.changed == [.status, .medium, .reachable])
+        #expect(back?.reason == "/dev/cdc-wdm0 data session disconnected→connected; wwan0: the modem carries packets again")
+        // A drop shorter than the hold-down is never reported.
+        #expect(d.observe(Self.snapshot(.disconnected), at: .seconds(40)) == nil)
+        #expect(d.observe(Self.snapshot(.connected), at: .seconds(42)) == nil)
+        #expect(d.tick(at: .seconds(60)) == nil)
+    }
+
+    @Test func deregistrationNamesTheRegistration() {
+        var d = ChangeDetector(policy: .immediate)
+        _ = d.observe(Self.snapshot(.connected), at: .zero)
+        let lost = d.observe(Self.snapshot(.disconnected, registration: .searching), at: .seconds(1))
+        #expect(lost?.reason.contains("/dev/cdc-wdm0 registration home→searching") == true, "\(lost?.reason ?? "")")
+        #expect(lost?.reason.contains("; wwan0: the modem is searching for a network") == true, "\(lost?.reason ?? "")")
+    }
+}
