@@ -275,6 +275,39 @@ import Testing
         #expect(diag.stdout.contains("hint: run reach as root"), "\(diag.stdout)")
     }
 
+    /// A program that holds the port directly (here `sleep` with the pty as its standard input, as uqmi or a
+    /// `qmicli` without -p would) is named from /proc/*/fd: in `sources` and `reach diag` when reach could read the
+    /// modem beside it, in the modem's error when it could not.
+    @Test func anotherHolderOfThePortIsNamed() async throws {
+        guard Self.privileged() else { return }
+        let lab = try await WWANLab.start("qmi")
+        defer { lab.stop() }
+        let holder = try await Spawned.start(["sh", "-c", "exec sleep 120 < \(lab.sim.pty)"])
+        defer { holder.stop(grace: 0) }
+        #expect(await EndToEndTests.waitFor("holder", timeout: 5) {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(holder.pid)/fd/0")) == lab.sim.pty
+        })
+        let (j, _, _) = try await lab.status()
+        let why = j["sources"]?["wwan"]?["access_reason"]?.stringValue ?? ""
+        #expect(why.contains("the port is also open in sleep (pid \(holder.pid))"), "\(j.serialized())")
+        let diag = try await lab.ns.exec([TestPaths.reach, "diag", "--config", lab.configPath], timeout: 60)
+        #expect(diag.stdout.contains("[warn] Modem port shared safely: through qmi-proxy; the port is also open in sleep (pid \(holder.pid))"),
+                "\(diag.stdout)")
+
+        // A silent modem: the open fails, and the error names what else holds the port.
+        let silent = try await WWANLab.start("qmi", faults: #"["silence"]"#)
+        defer { silent.stop() }
+        let other = try await Spawned.start(["sh", "-c", "exec sleep 120 < \(silent.sim.pty)"])
+        defer { other.stop(grace: 0) }
+        _ = await EndToEndTests.waitFor("holder", timeout: 5) {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(other.pid)/fd/0")) == silent.sim.pty
+        }
+        let r = try await silent.ns.exec(
+            [TestPaths.reach, "status", "--json", "--modem-access", "direct", "--config", silent.configPath], timeout: 60)
+        let error = (try JSON.parse(r.stdout)).modem?["error"]?.stringValue ?? ""
+        #expect(error.contains("the port is also open in sleep (pid \(other.pid))"), "\(error)")
+    }
+
     /// Without a proxy running, a user the proxies would refuse opens directly (a proxy it started would exit at
     /// once), and says so.
     @Test func withoutAProxyAnotherUserOpensDirectlyAndSaysWhy() async throws {
