@@ -152,16 +152,16 @@ enum ProcFacts {
     }
 
     /// "the port is also open in uqmi (pid 4242)", naming what holds `path` besides `excluding`; nil when nothing
-    /// else does (or nothing could be seen).
-    static func holdersNote(_ path: String, excluding: [String] = []) -> String? {
+    /// else does. With `mentionHidden`, when nothing could be named but some processes could not be inspected, says
+    /// so (for an error whose cause may be one of them).
+    static func holdersNote(_ path: String, excluding: [String] = [], mentionHidden: Bool = false) -> String? {
         let (all, hidden) = holders(of: path)
         let others = all.filter { !excluding.contains($0.command) }
-        var parts: [String] = []
-        if !others.isEmpty { parts.append("the port is also open in " + others.map(\.description).joined(separator: ", ")) }
-        if hidden > 0 && others.isEmpty && geteuid() != 0 {
-            parts.append("\(hidden) processes could not be inspected (run as root to name what holds the port)")
+        if !others.isEmpty { return "the port is also open in " + others.map(\.description).joined(separator: ", ") }
+        if mentionHidden && hidden > 0 {
+            return "\(hidden) processes could not be inspected (run as root to name what holds the port)"
         }
-        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+        return nil
     }
 
     /// procfs through the same small reader as sysfs.
@@ -182,8 +182,9 @@ enum ProcFacts {
 /// inherited that thread's signal mask (Swift's worker threads block SIGTERM and SIGINT), so it ignored SIGTERM and
 /// outlived every polite attempt to stop it; g_spawn_async offers no hook to reset the mask.
 enum ProxyLauncher {
-    /// Starts the proxy unless one listens already, and waits until it does. Nil when it listens; else why not.
-    static func ensure(_ name: String, wait: Duration = .milliseconds(2000)) -> String? {
+    /// Starts the proxy unless one listens already, and waits (suspending) until it does. Nil when it listens; else
+    /// why not.
+    static func ensure(_ name: String, wait: Duration = .milliseconds(2000)) async -> String? {
         if ProcFacts.listening(name) { return nil }
         guard let binary = ProcFacts.proxyPath(name) else { return "\(name) is not installed" }
         var attributes = posix_spawnattr_t()
@@ -212,8 +213,7 @@ enum ProxyLauncher {
         let deadline = ContinuousClock.now + wait
         while ContinuousClock.now < deadline {
             if ProcFacts.listening(name) { return nil }
-            var ts = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&ts, nil)
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { return "cancelled while \(name) started" }
         }
         return "\(name) (pid \(pid)) did not start listening within \(wait.milliseconds) ms"
     }

@@ -64,7 +64,9 @@ actor ModemChannel {
         state.error = ModemChannel.describe(error)
         state.present = present ?? !ModemChannel.meansGone(error)
         // (A proxy that refused us is the cause already; the port's holders would only add noise.)
-        if state.present, !state.error!.contains("refused us"), let busy = ProcFacts.holdersNote(spec.path) {
+        if state.present, !state.error!.contains("refused us"),
+            let busy = ProcFacts.holdersNote(spec.path, mentionHidden: geteuid() != 0)
+        {
             state.error! += "; " + busy
         }
         return state
@@ -98,7 +100,7 @@ actor ModemChannel {
                     logger: logger))
             }
         }
-        if plan.proxy, let why = ProxyLauncher.ensure(proxyName) {
+        if plan.proxy, let why = await ProxyLauncher.ensure(proxyName) {
             logger.debug("Proxy not started", metadata: ["proxy": "\(proxyName)", "why": "\(why)"])
             if options.access == .auto {
                 plan = AccessPlan(proxy: false, reason: "\(why); opened directly")
