@@ -36,6 +36,12 @@ gulong CGLibShims_qmi_nas_connect_serving_system(
     return g_signal_connect(client, "serving-system", G_CALLBACK(handler), user_data);
 }
 
+gulong CGLibShims_qmi_wds_connect_packet_service_status(
+    QmiClientWds *client, void (*handler)(QmiClientWds *, QmiIndicationWdsPacketServiceStatusOutput *, gpointer),
+    gpointer user_data) {
+    return g_signal_connect(client, "packet-service-status", G_CALLBACK(handler), user_data);
+}
+
 gulong CGLibShims_qmi_nas_connect_signal_info(
     QmiClientNas *client, void (*handler)(QmiClientNas *, QmiIndicationNasSignalInfoOutput *, gpointer),
     gpointer user_data) {

@@ -92,11 +92,15 @@ public struct RouteView: Sendable, Equatable {
     public var supportsIPv4: Bool?
     public var supportsIPv6: Bool?
     public var error: String?
+    /// The routes `route` was chosen from (IPv4 and IPv6 defaults; one per address of a host), so that the merge with
+    /// the modems can pick another when a modem blocks the chosen one (`Snapshot.derive`).
+    public var candidates: [RouteLookup] = []
 
     public init() {}
 
     public func apply(to s: inout Snapshot) {
         s.route = route
+        s.routeCandidates = candidates
         s.resolvedAddresses = resolvedAddresses
         s.resolutionError = resolutionError
         s.supportsIPv4 = supportsIPv4
@@ -137,11 +141,13 @@ public struct RouteView: Sendable, Equatable {
     }
 
     /// The default target's route: the IPv4 default when it is usable, else the IPv6 one, else whichever exists.
-    static func defaultRoute(_ resolver: RouteResolver) throws(NetlinkError) -> (route: RouteLookup?, v4: Bool, v6: Bool) {
+    static func defaultRoute(_ resolver: RouteResolver) throws(NetlinkError)
+        -> (route: RouteLookup?, v4: Bool, v6: Bool, candidates: [RouteLookup])
+    {
         let v4 = try resolver.defaultRoute(.ipv4)
         let v6 = try resolver.defaultRoute(.ipv6)
         let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
-        return ([v4, v6].first(where: usable) ?? v4 ?? v6, usable(v4), usable(v6))
+        return ([v4, v6].first(where: usable) ?? v4 ?? v6, usable(v4), usable(v6), [v4, v6].compactMap { $0 })
     }
 
     private mutating func answer(
@@ -149,7 +155,7 @@ public struct RouteView: Sendable, Equatable {
     ) throws(NetlinkError) {
         switch target {
         case .defaultRoute:
-            (route, supportsIPv4, supportsIPv6) = try Self.defaultRoute(resolver)
+            (route, supportsIPv4, supportsIPv6, candidates) = try Self.defaultRoute(resolver)
         case let .address(text):
             guard let address = IPAddress(text) else {
                 error = "'\(text)' is not an IPv4 or IPv6 address"
@@ -169,6 +175,7 @@ public struct RouteView: Sendable, Equatable {
                 var routes: [RouteLookup] = []
                 for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
                 route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
+                candidates = routes
             }
         }
     }

@@ -140,7 +140,11 @@ public struct ModemEngine: Sendable {
         var changed: StateAspects = []
         if let patch = op.set { changed = state.apply(patch) }
         if op.indicate { changed = .all }
-        if !changed.isEmpty { out += indications(changed, now: now) }
+        if op.quiet {
+            if !changed.isEmpty { out.append(.log("quiet: state changed without indications")) }
+        } else if !changed.isEmpty {
+            out += indications(changed, now: now)
+        }
         return out
     }
 
@@ -174,13 +178,19 @@ public struct ModemEngine: Sendable {
     private mutating func indications(_ changed: StateAspects, now: UInt64) -> [EngineAction] {
         var out: [EngineAction] = []
         switch device {
-        case let .qmi(d):
-            for m in d.indications(changed, state: state) {
+        case var .qmi(d):
+            var messages = d.indications(changed, state: state)
+            if changed.contains(.dataSession) { messages += d.wdsIndications(state: state, force: changed == .all) }
+            device = .qmi(d)
+            for m in messages {
                 indicationsSent += 1
                 out += schedule(.write(m.encoded(), note: m.summary), at: now, now: now)
             }
-        case let .mbim(d):
-            for m in d.indications(changed, state: state) {
+        case var .mbim(d):
+            var messages = d.indications(changed, state: state)
+            if changed.contains(.dataSession) { messages += d.connectNotifications(state: state, force: changed == .all) }
+            device = .mbim(d)
+            for m in messages {
                 indicationsSent += 1
                 for f in m.encodedFragments(maxTransfer: d.maxTransfer) {
                     out += schedule(.write(f, note: m.summary), at: now, now: now)
@@ -427,6 +437,15 @@ public struct ModemEngine: Sendable {
             ("signal", signal),
             ("packet_service", .string(state.packetService.rawValue)),
             ("reject_cause", .optional(state.rejectCause)),
+            ("data_sessions", .array(state.effectiveSessions.map { d in
+                var ips: [JSON] = []
+                if d.ipv4 { ips.append(.string("ipv4")) }
+                if d.ipv6 { ips.append(.string("ipv6")) }
+                return .object([
+                    (modemProtocol == .qmi ? "mux_id" : "session_id", .int(d.channel)),
+                    ("ip_types", .array(ips)), ("state", .string(d.state.rawValue)),
+                ])
+            })),
         ])
     }
 

@@ -58,6 +58,7 @@ public enum MBIMServices {
         public static let registerState: UInt32 = 9
         public static let packetService: UInt32 = 10
         public static let signalState: UInt32 = 11
+        public static let connect: UInt32 = 12
         public static let deviceServices: UInt32 = 16
         public static let deviceServiceSubscribeList: UInt32 = 19
     }

@@ -17,6 +17,8 @@ public struct MBIMDevice: Sendable {
     private var subscriptions: [MBIMUUID: [UInt32]]?
     private var signalConfig = MBIMEncoding.SignalConfig()
     private var radioOn = true
+    /// The activation state each session id was last reported with (MBIMConnect.swift).
+    var lastConnect: [Int: UInt32] = [:]
 
     public init(scenario: Scenario) { self.scenario = scenario }
 
@@ -31,6 +33,9 @@ public struct MBIMDevice: Sendable {
             negotiated = .v1
             subscriptions = nil
             signalConfig = MBIMEncoding.SignalConfig()
+            // The sessions as they stand at OPEN; Connect notifications report changes from here.
+            lastConnect = Dictionary(
+                state.effectiveSessions.map { ($0.channel, $0.state.mbimActivationState) }, uniquingKeysWith: { a, _ in a })
             // MBIM 1.0 §9.3.1: at least 64 bytes; libmbim sends 4096. Our replies never need more than a few
             // hundred bytes, but longer ones are fragmented to what the host asked for.
             maxTransfer = max(64, min(Int(m.code), MBIMAssembler.maxMessage))
@@ -134,7 +139,10 @@ public struct MBIMDevice: Sendable {
             if errorRate != 0 { signalConfig.errorRateThreshold = errorRate }
             return (ok, MBIMEncoding.signalState(state, config: signalConfig, v2: negotiated >= .v2))
         case (BC.deviceServices, false):
-            return (ok, MBIMEncoding.deviceServices(mbimex: scenario.mbimex, baseStations: scenario.hasCellReporting))
+            return (ok, MBIMEncoding.deviceServices(
+                mbimex: scenario.mbimex, baseStations: scenario.hasCellReporting, connect: scenario.mbim.connect))
+        case (BC.connect, _) where scenario.mbim.connect:
+            return connect(m, state)
         case (BC.deviceServiceSubscribeList, true):
             guard let events = try? MBIMEncoding.parseSubscribeList(m.buffer) else {
                 return (MBIMStatus.invalidParameters, [])
@@ -153,7 +161,7 @@ public struct MBIMDevice: Sendable {
 
     // MARK: Notifications
 
-    private func subscribed(_ service: MBIMUUID, _ cid: UInt32) -> Bool {
+    func subscribed(_ service: MBIMUUID, _ cid: UInt32) -> Bool {
         guard let subscriptions else { return true }
         guard let cids = subscriptions[service] else { return false }
         return cids.isEmpty || cids.contains(cid)

@@ -265,11 +265,13 @@ enum MBIMEncoding {
     }
 
     /// The CIDs each service offers; MS Basic Connect Extensions (with Version) only with MBIMEx 2.0 or later.
-    static let basicConnectCIDs: [UInt32] = [1, 2, 3, 4, 6, 9, 10, 11, 16, 19]
+    static let basicConnectCIDs: [UInt32] = [1, 2, 3, 4, 6, 9, 10, 11, 12, 16, 19]
 
-    /// `baseStations`: MS Basic Connect Extensions Base Stations Info (11) too, for a scenario with cells.
-    static func deviceServices(mbimex: MBIMExVersion, baseStations: Bool = false) -> [UInt8] {
-        var services: [(MBIMUUID, [UInt32])] = [(MBIMServices.basicConnect, basicConnectCIDs)]
+    /// `baseStations`: MS Basic Connect Extensions Base Stations Info (11) too, for a scenario with cells; `connect`:
+    /// Basic Connect Connect (12), for a scenario that answers it.
+    static func deviceServices(mbimex: MBIMExVersion, baseStations: Bool = false, connect: Bool = true) -> [UInt8] {
+        let basic = basicConnectCIDs.filter { connect || $0 != MBIMServices.BasicConnect.connect }
+        var services: [(MBIMUUID, [UInt32])] = [(MBIMServices.basicConnect, basic)]
         var extensions: [UInt32] = baseStations ? [MBIMServices.MSBasicConnectExtensions.baseStationsInfo] : []
         if mbimex >= .v2 { extensions.append(MBIMServices.MSBasicConnectExtensions.version) }
         if !extensions.isEmpty { services.append((MBIMServices.msBasicConnectExtensions, extensions)) }

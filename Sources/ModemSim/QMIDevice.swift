@@ -13,6 +13,8 @@ public struct QMIDevice: Sendable {
     private var lastCID: [UInt8: UInt8] = [:]
     private var nas: [UInt8: NASRegistration] = [:]
     private var uimCardStatus: Set<UInt8> = []
+    /// WDS clients: their IP family and data channel (QMIWDS.swift).
+    var wds = WDSClients()
 
     struct NASRegistration: Equatable {
         var servingSystem = false
@@ -39,6 +41,7 @@ public struct QMIDevice: Sendable {
         case QMIService.dms: return [dms(request, state)]
         case QMIService.nas: return [nasRequest(request, state)]
         case QMIService.uim: return [uim(request, state)]
+        case QMIService.wds: return [wds.handle(request, state: state, unsupported: options.unsupportedError)]
         default: return [QMIMessage.response(to: request, error: options.unsupportedError)]
         }
     }
@@ -47,10 +50,11 @@ public struct QMIDevice: Sendable {
         typealias ID = QMIMessageID
         switch r.messageID {
         case ID.ctlGetVersionInfo:
+            let services = QMIService.supported.filter { $0.service != QMIService.wds || options.wds }
             return QMIMessage.response(to: r, [
                 QMITLV(0x01) { w in
-                    w.u8(UInt8(QMIService.supported.count))
-                    for s in QMIService.supported {
+                    w.u8(UInt8(services.count))
+                    for s in services {
                         w.u8(s.service)
                         w.u16(s.major)
                         w.u16(s.minor)
@@ -61,7 +65,9 @@ public struct QMIDevice: Sendable {
             guard let service = r.tlv(0x01)?.first else {
                 return QMIMessage.response(to: r, error: QMIError.missingArgument)
             }
-            guard service != QMIService.ctl, QMIService.supported.contains(where: { $0.service == service }) else {
+            guard service != QMIService.ctl, QMIService.supported.contains(where: { $0.service == service }),
+                service != QMIService.wds || options.wds
+            else {
                 return QMIMessage.response(to: r, error: QMIError.invalidServiceType)
             }
             guard let cid = allocate(service) else {
@@ -82,6 +88,7 @@ public struct QMIDevice: Sendable {
             clients = [:]
             nas = [:]
             uimCardStatus = []
+            wds.removeAll()
             return QMIMessage.response(to: r)
         case ID.ctlInternalProxyOpen:
             return QMIMessage.response(to: r)
@@ -99,6 +106,7 @@ public struct QMIDevice: Sendable {
                 used.insert(candidate)
                 clients[service] = used
                 lastCID[service] = candidate
+                if service == QMIService.wds { wds.added(candidate) }
                 return candidate
             }
         }
@@ -108,6 +116,7 @@ public struct QMIDevice: Sendable {
     private mutating func forget(service: UInt8, cid: UInt8) {
         if service == QMIService.nas { nas[cid] = nil }
         if service == QMIService.uim { uimCardStatus.remove(cid) }
+        if service == QMIService.wds { wds.removed(cid) }
     }
 
     /// DMS, UIM and NAS home-network answers need a usable SIM; this is the error otherwise.

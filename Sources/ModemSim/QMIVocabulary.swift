@@ -12,7 +12,7 @@ public enum QMIService {
     /// Services the simulator allocates clients for, with the version Get Version Info reports (those of a
     /// Qualcomm SDX55 era firmware).
     public static let supported: [(service: UInt8, major: UInt16, minor: UInt16)] = [
-        (ctl, 1, 5), (dms, 1, 14), (nas, 1, 25), (uim, 1, 46),
+        (ctl, 1, 5), (wds, 1, 67), (dms, 1, 14), (nas, 1, 25), (uim, 1, 46),
     ]
 
     public static let names: [UInt8: String] = [ctl: "ctl", wds: "wds", dms: "dms", nas: "nas", uim: "uim"]
@@ -94,6 +94,10 @@ public enum QMIMessageNames {
         (QMIService.nas, ID.nasGetLTECphyCAInfo, "get_lte_cphy_ca_info"),
         (QMIService.uim, ID.uimRegisterEvents, "register_events"),
         (QMIService.uim, ID.uimGetCardStatus, "get_card_status"),
+        (QMIService.wds, WDSClients.getPacketServiceStatus, "get_packet_service_status"),
+        (QMIService.wds, WDSClients.bindDataPort, "bind_data_port"),
+        (QMIService.wds, WDSClients.setIPFamily, "set_ip_family"),
+        (QMIService.wds, WDSClients.bindMuxDataPort, "bind_mux_data_port"),
     ]
 
     static let indicationNames: [UInt8: [UInt16: String]] = [
@@ -102,6 +106,7 @@ public enum QMIMessageNames {
             ID.nasSystemInfoIndication: "system_info", ID.nasSignalInfoIndication: "signal_info",
         ],
         QMIService.uim: [ID.uimCardStatusIndication: "card_status"],
+        QMIService.wds: [WDSClients.getPacketServiceStatus: "packet_service_status"],
     ]
 
     public static func name(service: UInt8, message: UInt16, kind: QMIMessage.Kind = .request) -> String? {

@@ -23,12 +23,15 @@ public struct SimulatedState: Sendable, Equatable {
     public var cell: Cell
     /// The serving cell's radio, carriers and neighbours (ScenarioCells.swift).
     public var cells: SimulatedCells
+    /// The data sessions, each on its channel (QMI mux id, MBIM session id). Nil: the default session (channel 0,
+    /// IPv4 and IPv6), connected while registered and attached, disconnected otherwise (`effectiveSessions`).
+    public var dataSessions: [SimulatedSession]?
 
     public init(
         sim: SIMState = .ready, registration: RegistrationState = .idle, accessTechnologies: AccessTechnologies = .none,
         networkOperator: NetworkOperator? = nil, signal: SignalMeasurement = SignalMeasurement(),
         nrSignal: SignalMeasurement? = nil, packetService: PacketServiceState = .detached, rejectCause: Int? = nil,
-        cell: Cell = Cell(), cells: SimulatedCells = SimulatedCells()
+        cell: Cell = Cell(), cells: SimulatedCells = SimulatedCells(), dataSessions: [SimulatedSession]? = nil
     ) {
         self.sim = sim
         self.registration = registration
@@ -40,6 +43,20 @@ public struct SimulatedState: Sendable, Equatable {
         self.rejectCause = rejectCause
         self.cell = cell
         self.cells = cells
+        self.dataSessions = dataSessions
+    }
+
+    /// The sessions in force: the declared ones, or the default session that follows registration and attach (a
+    /// network that deregisters or detaches the modem drops its PDN).
+    public var effectiveSessions: [SimulatedSession] {
+        if let dataSessions { return dataSessions }
+        let up = isRegistered && packetService == .attached
+        return [SimulatedSession(channel: 0, ipv4: true, ipv6: true, state: up ? .connected : .disconnected)]
+    }
+
+    /// The session a client on `channel` asking about one family sees (nil: none, i.e. disconnected).
+    public func session(channel: Int, ipv6: Bool) -> SimulatedSession? {
+        effectiveSessions.first { $0.channel == channel && (ipv6 ? $0.ipv6 : $0.ipv4) }
     }
 
     public var isRegistered: Bool { registration.isRegistered }
@@ -64,6 +81,47 @@ public struct NetworkOperator: Sendable, Equatable {
     public var mcc: String { plmn.mcc }
     public var mnc: String { plmn.mnc }
     public var providerID: String { plmn.mcc + plmn.mnc }
+}
+
+/// What a simulated data session is doing. `suspended` exists only in QMI (a session held during a CS call).
+public enum SimulatedSessionState: String, Sendable, Equatable, CaseIterable {
+    case connected, disconnected, connecting, disconnecting, suspended
+
+    /// QmiWdsConnectionStatus: DISCONNECTED 1, CONNECTED 2, SUSPENDED 3, AUTHENTICATING 4. QMI has no "tearing down":
+    /// a session being torn down reads disconnected.
+    public var qmiStatus: UInt8 {
+        switch self {
+        case .disconnected, .disconnecting: return 1
+        case .connected: return 2
+        case .suspended: return 3
+        case .connecting: return 4
+        }
+    }
+
+    /// MBIM_ACTIVATION_STATE: ACTIVATED 1, ACTIVATING 2, DEACTIVATED 3, DEACTIVATING 4 (suspended is activated).
+    public var mbimActivationState: UInt32 {
+        switch self {
+        case .connected, .suspended: return 1
+        case .connecting: return 2
+        case .disconnected: return 3
+        case .disconnecting: return 4
+        }
+    }
+}
+
+/// One data session on a channel: a QMI mux id (0: the default channel of an unbound client) or an MBIM session id.
+public struct SimulatedSession: Sendable, Equatable {
+    public var channel: Int
+    public var ipv4: Bool
+    public var ipv6: Bool
+    public var state: SimulatedSessionState
+
+    public init(channel: Int = 0, ipv4: Bool = true, ipv6: Bool = true, state: SimulatedSessionState) {
+        self.channel = channel
+        self.ipv4 = ipv4
+        self.ipv6 = ipv6
+        self.state = state
+    }
 }
 
 /// Cell identity, reported where a message has a field for it.
@@ -144,6 +202,11 @@ public struct QMIOptions: Sendable, Equatable {
     /// Get Signal Strength's mandatory strength (TLV 0x01) and strength list (TLV 0x10) exactly as given, replacing
     /// the strength derived from `state.signal`: values a real modem sends that no signal range admits (0 dBm).
     public var signalStrength: SignalStrengthOverride?
+    /// Whether the modem has a WDS service at all (false: client allocation fails, no data service to ask).
+    public var wds = true
+    /// Whether WDS Packet Service Status indications are sent (false: firmware that never sends them, like the
+    /// Netgear AC341U in ModemManager commit 291300cf).
+    public var wdsIndications = true
 
     public init() {}
 }
@@ -177,6 +240,10 @@ public struct MBIMOptions: Sendable, Equatable {
     public var dataSubclass: UInt32?
     /// Device Caps "custom data class" string; when set, the CUSTOM bit joins the data classes.
     public var customDataClass: String?
+    /// Whether Basic Connect Connect (CID 12) is answered (false: NoDeviceSupport, no data service to ask).
+    public var connect = true
+    /// Whether Connect notifications are sent when a session changes.
+    public var connectNotifications = true
 
     public init() {}
 }
@@ -193,6 +260,8 @@ public struct StatePatch: Sendable, Equatable {
     public var rejectCause: Int??
     public var cell: Cell?
     public var cells: SimulatedCellsPatch?
+    /// `.some(nil)`: back to the default session that follows registration.
+    public var dataSessions: [SimulatedSession]??
 
     public init() {}
 
@@ -207,7 +276,8 @@ public struct StateAspects: OptionSet, Sendable, Hashable {
     public static let packetService = StateAspects(rawValue: 1 << 1)
     public static let signal = StateAspects(rawValue: 1 << 2)
     public static let sim = StateAspects(rawValue: 1 << 3)
-    public static let all: StateAspects = [.registration, .packetService, .signal, .sim]
+    public static let dataSession = StateAspects(rawValue: 1 << 4)
+    public static let all: StateAspects = [.registration, .packetService, .signal, .sim, .dataSession]
 }
 
 extension SimulatedState {
@@ -224,7 +294,9 @@ extension SimulatedState {
         if let v = patch.rejectCause { rejectCause = v }
         if let v = patch.cell { cell = v }
         patch.cells?.apply(to: &cells)
+        if let v = patch.dataSessions { dataSessions = v }
         var changed: StateAspects = []
+        if effectiveSessions != before.effectiveSessions { changed.insert(.dataSession) }
         if sim != before.sim { changed.insert(.sim) }
         if registration != before.registration || networkOperator != before.networkOperator
             || rejectCause != before.rejectCause || cell != before.cell
@@ -311,6 +383,8 @@ public struct Operation: Sendable, Equatable {
     public var clearFaults = false
     /// Emit every indication now, changed or not.
     public var indicate = false
+    /// Change the state without any indication (firmware that announces late or never).
+    public var quiet = false
     /// Control socket only: a read-only question ("state" or "stats").
     public var query: String?
 

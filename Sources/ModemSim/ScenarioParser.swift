@@ -134,7 +134,7 @@ public enum ScenarioParser {
         if let n = o.optional("identifiers") { s.identifiers = try identifiers(n) }
         if let n = o.optional("home_operator") { s.homeOperator = try networkOperator(n) }
         let stateNode = try o.required("state")
-        let patch = try statePatch(stateNode, allowSIM: false)
+        let patch = try statePatch(stateNode, allowSIM: false, proto)
         guard patch.registration != nil else { throw ScenarioError(stateNode.path + ".registration", "missing (required)") }
         _ = s.state.apply(patch)
         if let n = o.optional("sim") { s.state.sim = try sim(n) }
@@ -239,11 +239,11 @@ public enum ScenarioParser {
 
     static let stateKeys = [
         "registration", "access_technologies", "operator", "signal", "packet_service", "reject_cause", "cell",
-        "nr_cell", "carriers", "neighbours",
+        "nr_cell", "carriers", "neighbours", "data_sessions",
     ]
 
     /// The `state` object, or a timeline/control `set` (which may also change `sim`).
-    static func statePatch(_ node: Node, allowSIM: Bool) throws(ScenarioError) -> StatePatch {
+    static func statePatch(_ node: Node, allowSIM: Bool, _ proto: ModemProtocol) throws(ScenarioError) -> StatePatch {
         let o = try node.object(allowSIM ? stateKeys + ["sim"] : stateKeys)
         var p = StatePatch()
         if let n = o.optional("sim") { p.sim = try sim(n) }
@@ -292,7 +292,43 @@ public enum ScenarioParser {
             }
         }
         try cellsPatch(o, into: &p)
+        if let n = o.nullable("data_sessions") {
+            p.dataSessions = .some(try n.map { (x) throws(ScenarioError) in try dataSessions(x, proto) })
+        }
         return p
+    }
+
+    /// `[{"mux_id": 1, "ip_types": ["ipv6"], "state": "connected"}]` (QMI; MBIM names the channel `session_id`).
+    /// The channel defaults to 0, the IP types to both.
+    static func dataSessions(_ node: Node, _ proto: ModemProtocol) throws(ScenarioError) -> [SimulatedSession] {
+        let channelKey = proto == .qmi ? "mux_id" : "session_id"
+        let otherKey = proto == .qmi ? "session_id" : "mux_id"
+        var sessions: [SimulatedSession] = []
+        for item in try node.array() {
+            let o = try item.object([channelKey, otherKey, "ip_types", "state"])
+            if let wrong = o.optional(otherKey) {
+                throw wrong.fail("\(proto == .qmi ? "QMI" : "MBIM") names the channel \"\(channelKey)\"")
+            }
+            var session = SimulatedSession(state: try o.required("state").oneOf(
+                SimulatedSessionState.allCases.map { ($0.rawValue, $0) }))
+            if proto == .mbim && session.state == .suspended {
+                throw ScenarioError(o.path + ".state", "\"suspended\" exists only in QMI")
+            }
+            if let c = o.optional(channelKey) { session.channel = Int(try c.integer(in: 0...255)) }
+            if let ips = o.optional("ip_types") {
+                let names = try ips.array().map { (x) throws(ScenarioError) in
+                    try x.oneOf([("ipv4", "ipv4"), ("ipv6", "ipv6")])
+                }
+                guard !names.isEmpty else { throw ips.fail("expected at least one of ipv4, ipv6") }
+                session.ipv4 = names.contains("ipv4")
+                session.ipv6 = names.contains("ipv6")
+            }
+            guard !sessions.contains(where: { $0.channel == session.channel }) else {
+                throw ScenarioError(o.path + "." + channelKey, "channel \(session.channel) has a session already")
+            }
+            sessions.append(session)
+        }
+        return sessions
     }
 
     /// Physical ranges wide enough for any real report and narrow enough to fit every protocol field.
@@ -322,9 +358,11 @@ public enum ScenarioParser {
     static func qmiOptions(_ node: Node) throws(ScenarioError) -> QMIOptions {
         let o = try node.object([
             "get_system_info", "get_signal_info", "unsupported_error", "data_capabilities", "radio_interfaces",
-            "signal_strength",
+            "signal_strength", "wds", "wds_indications",
         ])
         var q = QMIOptions()
+        if let n = o.optional("wds") { q.wds = try n.bool() }
+        if let n = o.optional("wds_indications") { q.wdsIndications = try n.bool() }
         if let n = o.optional("get_system_info") { q.getSystemInfo = try n.bool() }
         if let n = o.optional("get_signal_info") { q.getSignalInfo = try n.bool() }
         if let n = o.optional("unsupported_error") { q.unsupportedError = try qmiError(n) }
@@ -355,8 +393,10 @@ public enum ScenarioParser {
     }
 
     static func mbimOptions(_ node: Node) throws(ScenarioError) -> MBIMOptions {
-        let o = try node.object(["data_class", "data_subclass", "custom_data_class"])
+        let o = try node.object(["data_class", "data_subclass", "custom_data_class", "connect", "connect_notifications"])
         var m = MBIMOptions()
+        if let n = o.optional("connect") { m.connect = try n.bool() }
+        if let n = o.optional("connect_notifications") { m.connectNotifications = try n.bool() }
         if let n = o.optional("data_class") { m.dataClass = UInt32(try n.integer(in: 0...0xFFFF_FFFF)) }
         if let n = o.optional("data_subclass") { m.dataSubclass = UInt32(try n.integer(in: 0...0xFFFF_FFFF)) }
         if let n = o.optional("custom_data_class") {
@@ -386,7 +426,7 @@ public enum ScenarioParser {
     }
 
     static func timelineStep(_ node: Node, _ proto: ModemProtocol) throws(ScenarioError) -> TimelineStep {
-        let o = try node.object(["at_ms", "set", "fault", "indicate"])
+        let o = try node.object(["at_ms", "set", "fault", "indicate", "quiet"])
         let at = UInt64(try o.required("at_ms").integer(in: 0...(7 * 24 * 3_600_000)))
         let op = try operation(o, proto, control: false)
         guard op != Operation() else { throw node.fail("a step needs \"set\", \"fault\" or \"indicate\"") }
@@ -402,7 +442,7 @@ public enum ScenarioParser {
             throw ScenarioError("control", "not valid JSON: \(error)")
         }
         let node = Node(value: json, path: "control")
-        let o = try node.object(["set", "fault", "indicate", "query"])
+        let o = try node.object(["set", "fault", "indicate", "quiet", "query"])
         var op = try operation(o, proto, control: true)
         if let q = o.optional("query") { op.query = try q.oneOf([("state", "state"), ("stats", "stats")]) }
         guard op != Operation() else { throw node.fail("expected \"set\", \"fault\", \"indicate\" or \"query\"") }
@@ -412,7 +452,7 @@ public enum ScenarioParser {
     static func operation(_ o: ObjectNode, _ proto: ModemProtocol, control: Bool) throws(ScenarioError) -> Operation {
         var op = Operation()
         if let n = o.optional("set") {
-            let p = try statePatch(n, allowSIM: true)
+            let p = try statePatch(n, allowSIM: true, proto)
             guard !p.isEmpty else { throw n.fail("changes nothing") }
             op.set = p
         }
@@ -426,6 +466,10 @@ public enum ScenarioParser {
             }
         }
         if let n = o.optional("indicate") { op.indicate = try n.bool() }
+        if let n = o.optional("quiet") {
+            op.quiet = try n.bool()
+            guard op.set != nil, !op.indicate else { throw n.fail("applies to a \"set\" without \"indicate\"") }
+        }
         return op
     }
 
@@ -507,7 +551,7 @@ public enum ScenarioParser {
         switch proto {
         case .qmi:
             guard let service = QMIService.number(parts[0]) ?? number(parts[0]).flatMap({ UInt8(exactly: $0) }) else {
-                throw node.fail("\"\(parts[0])\" is not a QMI service (expected ctl, dms, nas, uim or a number)")
+                throw node.fail("\"\(parts[0])\" is not a QMI service (expected ctl, wds, dms, nas, uim or a number)")
             }
             guard parts.count == 2 else { return .qmi(service: service, message: nil) }
             guard let id = QMIMessageNames.id(service: service, name: parts[1]) ?? number(parts[1]).flatMap({ UInt16(exactly: $0) }) else {

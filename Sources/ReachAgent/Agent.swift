@@ -57,12 +57,14 @@ public struct AgentAssembly {
             if let modems {
                 modemSources = modems
             } else {
-                var read = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+                var read = ModemReadOptions(
+                    requestTimeout: .seconds(config.modems.requestTimeoutSeconds), access: config.modems.access)
                 read.logger = logger
                 read.signalPolicy = config.signalPolicy
                 read.worker = modemWorker
                 let interval = Duration.seconds(config.modems.pollIntervalSeconds)
-                let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
+                let monitorOptions = ModemMonitorOptions(
+                    read: read, pollInterval: interval, sessionRequery: .seconds(config.modems.sessionRequerySeconds))
                 // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are
                 // watched as named; without them, discovery follows modems that come, go or re-enumerate.
                 if config.modems.ports.isEmpty {

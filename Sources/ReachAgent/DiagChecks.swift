@@ -150,11 +150,7 @@ public enum DiagChecks {
                 continue
             }
             if let e = m.error {
-                out.append(
-                    DiagCheck(
-                        id + ".present", "Modem \(m.device) present and answering", .fail, e,
-                        hint: "the modem does not answer \(m.protocol.rawValue.uppercased()) requests; "
-                            + "stop other users of the port (ModemManager) or power-cycle the modem"))
+                out.append(DiagCheck(id + ".present", "Modem \(m.device) present and answering", .fail, e, hint: errorHint(m, e)))
                 continue
             }
             let model = [m.manufacturer, m.model].compactMap { $0 }.joined(separator: " ")
@@ -166,8 +162,81 @@ public enum DiagChecks {
             out.append(registration(m, id))
             if m.registration.isRegistered { out.append(radio(m, id, s.signalPolicy)) }
             out.append(data(m, id, f))
+            out.append(dataSession(m, id))
+            if let a = access(m, id) { out.append(a) }
         }
         return out
+    }
+
+    /// What to do about a modem that could not be read: the cause when a proxy refused us or another program holds
+    /// the port, else the general advice.
+    static func errorHint(_ m: ModemState, _ e: String) -> String {
+        let proxy = m.protocol == .qmi ? "qmi-proxy" : "mbim-proxy"
+        if e.contains("refused us") {
+            return "run reach as root (without capabilities, as the shipped unit does: config/reach.service): \(proxy) "
+                + "serves only root or the user lib\(m.protocol.rawValue) was built for; where no ModemManager runs, "
+                + "modems.access direct also works"
+        }
+        if e.contains("the port is also open in") {
+            return "another program holds the port and takes replies meant for reach: stop it, or let both share the "
+                + "modem through \(proxy) (qmicli -p, mbimcli -p, ModemManager) with modems.access auto"
+        }
+        return "the modem does not answer \(m.protocol.rawValue.uppercased()) requests; "
+            + "stop other users of the port (ModemManager) or power-cycle the modem"
+    }
+
+    /// The data session the modem's observers read (`wwan[].data_session`), with what to check when there is none.
+    static func dataSession(_ m: ModemState, _ id: String) -> DiagCheck {
+        let title = "Data session"
+        guard let session = m.dataSession else {
+            return DiagCheck(id + ".data_session", title, .skip, "the modem has no data service to ask")
+        }
+        let channels = m.dataChannels.map { c in (c.interface.map { "\($0) " } ?? "") + "(\(c.label)) \(c.state.rawValue)" }
+            .joined(separator: ", ")
+        switch session {
+        case .connected:
+            return DiagCheck(id + ".data_session", title, .ok, channels)
+        case .disconnected, .disconnecting:
+            let hint: String
+            if m.registration == .denied {
+                let cause = m.rejectCause.map { c in " (cause \(c)" + (RejectCause.words(c).map { ": \($0)" } ?? "") + ")" } ?? ""
+                hint = "the network denied the registration\(cause): no session can start until it accepts the SIM"
+            } else if !m.registration.isRegistered {
+                hint = "the modem is not registered (\(m.registration.rawValue)): fix the registration first"
+            } else if m.packetService == .detached {
+                hint = "the modem is not attached for packet data: check the APN/attach settings and the data plan"
+            } else {
+                hint = "no data connection is up: check the APN and start it (mmcli -m 0 --simple-connect='apn=…', "
+                    + "qmicli -p --wds-start-network=apn=…, mbimcli -p --connect=apn=…, or the connection manager)"
+            }
+            return DiagCheck(id + ".data_session", title, .fail, "no data session: " + channels, hint: hint)
+        case .connecting:
+            return DiagCheck(id + ".data_session", title, .warn, channels, hint: "the session is being set up; check again shortly")
+        case .unknown:
+            let detail = m.dataChannels.compactMap { c in c.unknownDetail.map { (c.interface ?? c.label) + ": " + $0 } }
+                .joined(separator: "; ")
+            return DiagCheck(
+                id + ".data_session", title, .warn, "unknown: " + (detail.isEmpty ? channels : detail),
+                hint: "the session could not be read (the client or binding named above): the route's answer stands; "
+                    + "a multiplexed link needs its mux id (modems.ports[].mux_id)")
+        }
+    }
+
+    /// How the port was opened: through the proxy as ModemManager does, or directly, and whether anything else holds
+    /// it. Nil when the port was not opened.
+    static func access(_ m: ModemState, _ id: String) -> DiagCheck? {
+        guard let path = m.access else { return nil }
+        let proxy = m.protocol == .qmi ? "qmi-proxy" : "mbim-proxy"
+        let title = "Modem port shared safely"
+        let how = path == .proxy ? "through \(proxy)" : "directly"
+        guard let reason = m.accessReason else { return DiagCheck(id + ".access", title, .ok, how) }
+        if reason.contains("the port is also open in") {
+            return DiagCheck(
+                id + ".access", title, .warn, "\(how); \(reason)",
+                hint: "two readers of one port lose each other's replies: make the other program use \(proxy) "
+                    + "(qmicli -p, mbimcli -p, ModemManager) and keep modems.access auto")
+        }
+        return DiagCheck(id + ".access", title, .ok, "\(how) (\(reason))")
     }
 
     static func sim(_ m: ModemState, _ id: String) -> DiagCheck {
@@ -199,7 +268,7 @@ public enum DiagChecks {
                 id + ".registration", title, .warn, "roaming" + (op.isEmpty ? "" : " (\(op))"),
                 hint: "roaming may cost extra or be slow; check the SIM's home network coverage")
         case .denied:
-            let cause = m.rejectCause.map { ", reject cause \($0)" } ?? ""
+            let cause = m.rejectCause.map { c in ", reject cause \(c)" + (RejectCause.words(c).map { " (\($0))" } ?? "") } ?? ""
             return DiagCheck(
                 id + ".registration", title, .fail, "registration denied\(cause)",
                 hint: "the network refused the SIM: check that the subscription is active (cause 2/3/6: SIM or "

@@ -57,7 +57,8 @@ public enum Diagnostics {
     public static func run(config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil) async
         -> DiagReport
     {
-        var modemOptions = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+        var modemOptions = ModemReadOptions(
+            requestTimeout: .seconds(config.modems.requestTimeoutSeconds), access: config.modems.access)
         modemOptions.worker = modemWorker
         let request = StatusRequest(
             target: .defaultRoute,

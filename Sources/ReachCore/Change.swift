@@ -337,6 +337,7 @@ public enum ChangeReason {
         for m in new.wwan {
             parts.append(contentsOf: modemReasons(oldModems[m.device], m))
         }
+        if let c = modemCheckReason(old?.modemCheck, new.modemCheck) { parts.append(c) }
         let oldWiFi = Dictionary((old?.wifi ?? []).map { ($0.interface, $0) }, uniquingKeysWith: { a, _ in a })
         for w in new.wifi {
             parts.append(contentsOf: wifiReasons(oldWiFi[w.interface], w))
@@ -418,7 +419,24 @@ public enum ChangeReason {
             out.append(text)
         }
         if old.generation != new.generation { out.append("\(name) \(old.generation.name)→\(new.generation.name)") }
+        if old.packetService != new.packetService, let ps = new.packetService {
+            out.append("\(name) packet service \(old.packetService?.rawValue ?? "unknown")→\(ps.rawValue)")
+        }
+        if old.dataSession != new.dataSession {
+            let from = old.dataSession?.rawValue ?? "none", to = new.dataSession?.rawValue ?? "none"
+            out.append("\(name) data session \(from)→\(to)")
+        }
         return out
+    }
+
+    /// What the modem behind the route now says, when that changed: the blocking reason, or that it clears.
+    static func modemCheckReason(_ old: ModemCheck?, _ new: ModemCheck?) -> String? {
+        guard let new, old?.result != new.result || old?.reason != new.reason else { return nil }
+        switch new.result {
+        case .blocked: return new.reason
+        case .ok: return old?.result == .blocked ? "\(new.interface): the modem carries packets again" : nil
+        case .unknown: return old?.result == .blocked ? new.reason.map { "\($0); the route's answer stands" } : nil
+        }
     }
 
     static func wifiReasons(_ old: WiFiLink?, _ new: WiFiLink) -> [String] {

@@ -65,6 +65,11 @@ public struct AgentConfig: Sendable, Equatable {
         public var pollIntervalSeconds: Double = 60
         /// Each modem's I/O (libqmi/libmbim) in a supervised worker process of its own; false: in reach's process.
         public var worker = true
+        /// How the control ports are opened: through qmi-proxy/mbim-proxy (auto, proxy) or directly.
+        public var access: ModemAccess = .auto
+        /// How often the data session is asked again although indications announce it: some firmware sends them
+        /// late or never (README "Data session").
+        public var sessionRequerySeconds: Double = 10
         public init() {}
     }
 
@@ -209,6 +214,14 @@ extension AgentConfig {
                 }
                 m.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.modems.pollIntervalSeconds = $0 }
                 m.bool("worker") { c.modems.worker = $0 }
+                if let v = m.value("access") {
+                    if let s = v.stringValue, let a = ModemAccess(rawValue: s) {
+                        c.modems.access = a
+                    } else {
+                        r.problem(m.path("access"), "expected auto, proxy or direct, found \(r.show(v))")
+                    }
+                }
+                m.number("session_requery_seconds", in: 1...3600, unit: "seconds") { c.modems.sessionRequerySeconds = $0 }
             }
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
@@ -370,7 +383,18 @@ private final class ConfigReader {
             }
             var interface: String?
             if let i = o.value("interface"), !i.isNull { interface = interfaceName(i, at: o.path("interface")) }
-            if let devicePath { port = ModemPortSpec(path: devicePath, protocol: proto, interface: interface) }
+            var muxID: Int?
+            if let v = o.value("mux_id"), !v.isNull {
+                if let n = v.intValue, (0...255).contains(n) {
+                    muxID = Int(n)
+                } else {
+                    problem(o.path("mux_id"), "expected a mux id (QMI) or session id (MBIM) from 0 to 255, or null, found \(show(v))")
+                }
+                if o.value("interface") == nil || o.value("interface")?.isNull == true {
+                    problem(o.path("mux_id"), "needs \"interface\": the network interface that carries this channel")
+                }
+            }
+            if let devicePath { port = ModemPortSpec(path: devicePath, protocol: proto, interface: interface, muxID: muxID) }
         }
         return port
     }
@@ -650,13 +674,15 @@ extension AgentConfig {
                             modems.ports.map {
                                 .object([
                                     ("path", .string($0.path)), ("protocol", .optional($0.protocol?.rawValue)),
-                                    ("interface", .optional($0.interface)),
+                                    ("interface", .optional($0.interface)), ("mux_id", .optional($0.muxID)),
                                 ])
                             })
                     ),
                     ("request_timeout_seconds", .double(modems.requestTimeoutSeconds)),
                     ("poll_interval_seconds", .double(modems.pollIntervalSeconds)),
                     ("worker", .bool(modems.worker)),
+                    ("access", .string(modems.access.rawValue)),
+                    ("session_requery_seconds", .double(modems.sessionRequerySeconds)),
                 ])
             ),
             (

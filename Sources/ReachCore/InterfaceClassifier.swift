@@ -53,15 +53,15 @@ public enum InterfaceClassifier {
     ]
 
     /// Name prefixes that mean WWAN by convention (the kernel's wwan framework names links wwanN; Qualcomm rmnet
-    /// names them rmnet*, rmnet_data*, rmnet_ipa*).
-    public static let wwanNamePrefixes = ["wwan", "rmnet"]
+    /// names them rmnet*, rmnet_data*, rmnet_ipa*; qmi_wwan names its QMAP mux links qmimuxN, qmimux_register_device).
+    public static let wwanNamePrefixes = ["wwan", "rmnet", "qmimux"]
 
     /// The kind of a link. Order matters: an explicit override wins, then the most specific kernel evidence.
     ///
     /// 1. `overrides[name]` (configuration; e.g. a PPP link that is really a modem dial-up → wwan).
     /// 2. Loopback (IFF_LOOPBACK or ARPHRD_LOOPBACK).
     /// 3. WiFi: a phy80211 link or DEVTYPE=wlan.
-    /// 4. WWAN: a modem driver, DEVTYPE=wwan, a wwan-class parent, ARPHRD_RAWIP, or a wwan*/rmnet* name.
+    /// 4. WWAN: a modem driver, DEVTYPE=wwan, a wwan-class parent, ARPHRD_RAWIP, or a wwan*/rmnet*/qmimux* name.
     /// 5. PPP: ARPHRD_PPP, or a point-to-point link named ppp* (transient, as SCNetworkReachability marks PPP).
     /// 6. Ethernet: any other ARPHRD_ETHER link (NICs, bridges, VLANs, veth, USB NICs).
     /// 7. Anything else (WireGuard, GRE, tun in L3 mode, …): other.

@@ -235,10 +235,12 @@ public struct QMIServingSystem: Sendable, Equatable {
     public var roamingIndicator: Int?
     public var plmn: PLMN?
     public var operatorName: String?
+    /// QmiNasAttachState of the PS domain (TLV 0x01): UNKNOWN 0, ATTACHED 1, DETACHED 2.
+    public var psAttachState: Int?
 
     public init(
         registrationState: Int, radioInterfaces: [Int], dataCapabilities: [Int] = [], roamingIndicator: Int? = nil,
-        plmn: PLMN? = nil, operatorName: String? = nil
+        plmn: PLMN? = nil, operatorName: String? = nil, psAttachState: Int? = nil
     ) {
         self.registrationState = registrationState
         self.radioInterfaces = radioInterfaces
@@ -246,6 +248,17 @@ public struct QMIServingSystem: Sendable, Equatable {
         self.roamingIndicator = roamingIndicator
         self.plmn = plmn
         self.operatorName = operatorName
+        self.psAttachState = psAttachState
+    }
+
+    /// The PS attach state (ModemManager's `mm_modem_3gpp_registration_state` for PS reads the same TLV): attached,
+    /// detached, or nil when the modem says unknown.
+    public var packetService: PacketServiceState? {
+        switch psAttachState {
+        case 1: return .attached
+        case 2: return .detached
+        default: return nil
+        }
     }
 
     public var registration: RegistrationState {
@@ -392,6 +405,20 @@ public struct QMISystemInfo: Sendable, Equatable {
 
     /// The reject cause of a denied technology, when the modem reported one.
     public var rejectCause: Int? { byPreference.first(where: { $0.rejectCause != nil })?.rejectCause }
+
+    /// PS attach from the newest registered technology's service domain (ModemManager's `process_common_info`
+    /// reads PS registration from the same field): PS or CS+PS is attached, CS only is detached; no registered
+    /// technology, or a domain that says nothing (none, camped, unknown), is nil.
+    public var packetService: PacketServiceState? {
+        guard let info = byPreference.first(where: { $0.registration.isRegistered }), let domain = info.domain else {
+            return nil
+        }
+        switch domain {
+        case .ps, .csPS: return .attached
+        case .cs: return .detached
+        default: return nil
+        }
+    }
 }
 
 // MARK: - SIM

@@ -533,12 +533,14 @@ public struct QMIModemReadings: Sendable, Equatable {
             state.plmn = systemInfo.plmn
             state.rejectCause = systemInfo.registration == .denied ? systemInfo.rejectCause : nil
             state.operatorName = operatorName ?? servingSystem?.operatorName
+            state.packetService = systemInfo.packetService ?? servingSystem?.packetService
         } else if let servingSystem {
             state.registration = servingSystem.registration
             state.accessTechnologies = servingSystem.accessTechnologies
             state.plmn = servingSystem.plmn
             state.rejectCause = nil
             state.operatorName = servingSystem.operatorName ?? operatorName
+            state.packetService = servingSystem.packetService
         }
         if let signalInfo {
             let r = signalInfo.readings(for: state.accessTechnologies)

@@ -39,7 +39,7 @@ public struct ReachabilityFlags: OptionSet, Sendable, Hashable {
 
 // MARK: - The route lookup, as plain values
 
-public enum AddressFamily: String, Sendable {
+public enum AddressFamily: String, Sendable, Codable {
     case ipv4, ipv6
 }
 

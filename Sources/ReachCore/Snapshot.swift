@@ -46,11 +46,15 @@ public struct ModemPortSpec: Sendable, Equatable, Codable {
     public var `protocol`: ModemProtocol?
     /// The network interface that carries this modem's data, when known.
     public var interface: String?
+    /// The data channel `interface` carries, overriding what sysfs and rtnetlink say: the QMAP mux id (QMI) or the
+    /// session id (MBIM). Nil: learn it from the link.
+    public var muxID: Int?
 
-    public init(path: String, protocol: ModemProtocol? = nil, interface: String? = nil) {
+    public init(path: String, protocol: ModemProtocol? = nil, interface: String? = nil, muxID: Int? = nil) {
         self.path = path
         self.protocol = `protocol`
         self.interface = interface
+        self.muxID = muxID
     }
 }
 
@@ -98,6 +102,14 @@ public struct ModemState: Sendable, Equatable, Codable {
     public var cells: CellReadings
     /// The last error talking to the modem (timeout, protocol error, malformed reply), if any.
     public var error: String?
+    /// How the control port was opened (through qmi-proxy/mbim-proxy, or directly); nil before it was opened.
+    public var access: ModemAccessPath?
+    /// Why it was opened that way when that is not the configured way (`auto` fell back to direct), or why the
+    /// proxy did not serve us.
+    public var accessReason: String?
+    /// The data channels of the links this modem carries, with what the observers read; empty when the modem has
+    /// no data service to ask (or was not read).
+    public var dataChannels: [DataChannel]
 
     public init(device: String, protocol: ModemProtocol) {
         self.device = device
@@ -109,7 +121,12 @@ public struct ModemState: Sendable, Equatable, Codable {
         self.sim = .unknown
         self.identifiers = ModemIdentifiers()
         self.cells = CellReadings()
+        self.dataChannels = []
     }
+
+    /// `wwan[].data_session`: the channels' sessions combined (`DataSessionState.combine`); nil when the modem has
+    /// no data service to ask.
+    public var dataSession: DataSessionState? { DataSessionState.combine(dataChannels.map(\.state)) }
 
     public var generation: Generation { registration.isRegistered ? accessTechnologies.generation : .none }
     public var roaming: Bool { registration == .roaming }
@@ -165,6 +182,11 @@ public struct Snapshot: Sendable, Equatable {
     public var uplinks: [Uplink]
     /// Set when the uplinks could not be read (a netlink failure after the main answer was found).
     public var uplinksError: String?
+    /// The routes `route` was chosen from (the default target: the IPv4 and the IPv6 default route; a host: one per
+    /// address), so that a route a modem blocks gives way to one that works. Not part of the JSON.
+    public var routeCandidates: [RouteLookup]
+    /// What the modem behind the route says (`WWANPath`); nil when the route does not leave through a modem.
+    public var modemCheck: ModemCheck?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -180,6 +202,7 @@ public struct Snapshot: Sendable, Equatable {
         self.wifiSource = .ok
         self.signalPolicy = signalPolicy
         self.uplinks = []
+        self.routeCandidates = []
     }
 
     /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
@@ -189,16 +212,48 @@ public struct Snapshot: Sendable, Equatable {
         flags.isReachable && (target != .linkLocal || flags.contains(.isDirect))
     }
 
-    /// Fills flags, status, medium and WWAN status from the route, the modems and the target.
+    /// Fills flags, status, medium, WWAN status and the modem check from the route, the modems and the target.
+    ///
+    /// The merge rule (`WWANPath`): a route over a modem's network interface is usable only while that modem is
+    /// registered, attached and (where it has data service) its link's data session is connected; a modem that
+    /// cannot say leaves the route's answer standing. When the modem blocks the route and another candidate route
+    /// (the other family's default, another address of a host) works, that one is reported: other links are never
+    /// held back by a dead modem.
     ///
     /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface),
     /// else of the first registered modem. A locked SIM on that modem, or, with no route at all, on any modem,
     /// sets intervention_required.
     public mutating func derive() {
-        let egress = route?.link?.name
-        let carrier = wwan.first(where: { $0.interface != nil && $0.interface == egress })
-        let locked = carrier.map { $0.sim.needsIntervention } ?? (route == nil && wwan.contains { $0.sim.needsIntervention })
-        flags = ReachabilityFlags.derive(from: route, interventionRequired: locked)
+        let asked = wwanSource.available || !wwan.isEmpty
+        let (wwan, target) = (self.wwan, self.target)
+        func evaluate(_ r: RouteLookup?) -> (flags: ReachabilityFlags, check: ModemCheck?, carrier: ModemState?) {
+            let egress = r?.link?.name
+            let carrier = egress.flatMap { WWANPath.modem(carrying: $0, in: wwan) }
+            let locked = carrier.map { $0.sim.needsIntervention } ?? (r == nil && wwan.contains { $0.sim.needsIntervention })
+            let check = WWANPath.check(route: r, modems: wwan, modemsAsked: asked)
+            return (WWANPath.flags(ReachabilityFlags.derive(from: r, interventionRequired: locked), after: check), check, carrier)
+        }
+        var chosen = evaluate(route)
+        if !chosen.flags.isReachable, chosen.check?.result == .blocked {
+            for candidate in routeCandidates where candidate != route {
+                let e = evaluate(candidate)
+                if e.flags.isReachable && (target != .linkLocal || e.flags.contains(.isDirect)) {
+                    route = candidate
+                    chosen = e
+                    break
+                }
+            }
+        }
+        if !routeCandidates.isEmpty {
+            let candidates = routeCandidates
+            func usable(_ f: AddressFamily) -> Bool {
+                candidates.filter { $0.family == f }.contains { evaluate($0).flags.isReachable }
+            }
+            if supportsIPv4 != nil { supportsIPv4 = usable(.ipv4) }
+            if supportsIPv6 != nil { supportsIPv6 = usable(.ipv6) }
+        }
+        flags = chosen.flags
+        modemCheck = chosen.check
         if error != nil && route == nil {
             status = .unknown
         } else if target == .linkLocal && !flags.contains(.isDirect) {
@@ -207,7 +262,7 @@ public struct Snapshot: Sendable, Equatable {
             status = ReachabilityStatus(flags: flags, allowWWAN: target.allowsWWAN)
         }
         medium = reachable ? Medium(route: route, flags: flags) : .none
-        wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+        wwanStatus = (chosen.carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
         deriveUplinks()
     }
 }
@@ -236,13 +291,57 @@ extension Snapshot {
             ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers, signalPolicy: signalPolicy) })),
             ("wifi", .array(wifi.map(\.json))),
             ("uplinks", .array(uplinks.map(\.json))),
-            ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
+            ("sources", .object([("wwan", wwanSourceJSON), ("wifi", wifiSource.json)])),
         ]
+        members.insert(("modem_check", modemCheck.map(\.json) ?? .null), at: 10)
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
         if let uplinksError { members.append(("uplinks_error", .string(uplinksError))) }
         return .object(members)
+    }
+
+    /// `sources.wwan`: the source's health, plus how the modems were opened (`proxy`, `direct`, or `mixed`) and,
+    /// when a modem was not opened the configured way, why.
+    var wwanSourceJSON: JSON {
+        guard case var .object(m) = wwanSource.json else { return wwanSource.json }
+        let paths = Set(wwan.compactMap(\.access))
+        if let only = paths.first {
+            m.append(("access", .string(paths.count == 1 ? only.rawValue : "mixed")))
+        }
+        let reasons = wwan.compactMap { w in w.accessReason.map { "\(w.device): \($0)" } }
+        if !reasons.isEmpty { m.append(("access_reason", .string(reasons.joined(separator: "; ")))) }
+        return .object(m)
+    }
+}
+
+extension ModemCheck {
+    public var json: JSON {
+        .object([
+            ("interface", .string(interface)), ("device", .optional(device)), ("result", .string(result.rawValue)),
+            ("reason", .optional(reason)),
+        ])
+    }
+}
+
+extension DataChannel {
+    public var json: JSON {
+        var m: [(String, JSON)] = [("interface", .optional(interface))]
+        if let muxID { m.append(("mux_id", .int(muxID))) }
+        if let sessionID { m.append(("session_id", .int(sessionID))) }
+        m.append(("state", .string(state.rawValue)))
+        m.append((
+            "clients",
+            .array(clients.map { c in
+                var o: [(String, JSON)] = []
+                if let f = c.family { o.append(("family", .string(f.rawValue))) }
+                o.append(("state", .string(c.state.rawValue)))
+                o.append(("error", .optional(c.error)))
+                return .object(o)
+            })
+        ))
+        m.append(("error", .optional(error)))
+        return .object(m)
     }
 }
 
@@ -328,6 +427,9 @@ extension ModemState {
             ("packet_service", .optional(packetService?.rawValue)),
             ("reject_cause", .optional(rejectCause)),
         ] + cells.jsonMembers(showIdentifiers: showIdentifiers) + [
+            ("data_session", .optional(dataSession?.rawValue)),
+            ("data_channels", .array(dataChannels.map(\.json))),
+            ("access", .optional(access?.rawValue)),
             ("error", .optional(error)),
         ]
         if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {

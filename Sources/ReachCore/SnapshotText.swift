@@ -30,6 +30,7 @@ public enum SnapshotText {
         if let e = s.resolutionError { return e }
         if let e = s.error { return e }
         if s.flags.contains(.interventionRequired) { return "a SIM needs its PIN/PUK (intervention required)" }
+        if let c = s.modemCheck, c.result == .blocked, let why = c.reason { return why + " (connection required)" }
         guard let r = s.route else {
             return s.target == .defaultRoute ? "no default route" : "no route to \(s.target.value)"
         }
@@ -58,6 +59,9 @@ public enum SnapshotText {
         if !s.flags.isEmpty { lines.append("  flags: " + s.flags.names.joined(separator: ", ")) }
         if case .host = s.target, !s.resolvedAddresses.isEmpty {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
+        }
+        if let c = s.modemCheck, c.result == .unknown, let why = c.reason {
+            lines.append("  modem check failed, the route's answer stands: \(why)")
         }
         for u in s.uplinks { lines.append("  " + uplinkLine(u)) }
         if let e = s.uplinksError { lines.append("  uplinks unavailable: \(e)") }
@@ -102,6 +106,8 @@ public enum SnapshotText {
                 parts.append("rssi \(JSON.format(rssi)) dBm")
             }
             if m.sim != .ready && m.sim != .unknown { parts.append("SIM \(m.sim.rawValue)") }
+            if m.packetService == .detached { parts.append("PS detached") }
+            if let session = m.dataSession { parts.append("data \(session.rawValue)") }
         }
         if let e = m.error { parts.append("error: \(e)") }
         return parts.joined(separator: "  ")

@@ -192,7 +192,7 @@ extension Uplink {
     /// route were the only way out: the same `Snapshot.derive`, called with this uplink's IPv4 default route and, when
     /// that is not usable, its IPv6 one.
     public mutating func derive(with base: Snapshot) {
-        modem = base.wwan.first { $0.interface != nil && $0.interface == interface }
+        modem = WWANPath.modem(carrying: interface, in: base.wwan)
         wifi = base.wifi.first { $0.interface == interface }
         signalPolicy = base.signalPolicy
         var alone = Snapshot(time: base.time, target: .defaultRoute, signalPolicy: base.signalPolicy)
@@ -291,6 +291,7 @@ extension Uplink {
                     ("device", .string(m.device)), ("generation", .string(m.generation.name)), ("bars", .int(m.bars(signalPolicy))),
                     ("registration", .string(m.registration.rawValue)),
                     ("packet_service", .optional(m.packetService?.rawValue)),
+                    ("data_session", .optional(m.dataSession?.rawValue)),
                 ])
             ))
         } else {

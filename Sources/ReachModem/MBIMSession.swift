@@ -17,6 +17,8 @@ enum MBIMIndication: Sendable {
     case packetService(MBIMPacketService)
     case signalState(MBIMSignalState)
     case subscriber(MBIMSubscriber)
+    /// Connect (CID 12): a session's activation state changed (MBIMDataSession.swift).
+    case connect(MBIMConnectState)
     /// A notification that could not be parsed, or libmbim's "device-error".
     case malformed(String)
     /// The port went away (HUP/EOF on the control device).
@@ -160,6 +162,8 @@ final class MBIMSession: @unchecked Sendable {
                 sink(.signalState(try MBIMReplies.signalState(message, .notification, mbimex: mbimex)))
             case u32(MBIM_CID_BASIC_CONNECT_SUBSCRIBER_READY_STATUS.rawValue):
                 sink(.subscriber(try MBIMReplies.subscriber(message, .notification, mbimex: mbimex)))
+            case u32(MBIM_CID_BASIC_CONNECT_CONNECT.rawValue):
+                sink(.connect(try MBIMReplies.connect(message, .notification, mbimex: mbimex)))
             default:
                 break
             }

@@ -11,12 +11,16 @@ import ReachGLib
 enum ChannelEvent: Sendable {
     case qmi(QMIIndication)
     case mbim(MBIMIndication)
+    /// A data-session indication from an observer client (QMI WDS).
+    case dataSession(DataSessionIndication)
     /// Time to poll what the modem does not announce.
     case poll
     /// Time to read the cells again (band, channel, carriers and neighbours are never announced).
     case refreshCells
     /// Time to poll the signal alone (a live view over a modem that cannot announce it).
     case pollSignal
+    /// Time to ask the data sessions again (indications can be late or missing; after a registration change).
+    case requery
 }
 
 actor ModemChannel {
@@ -37,8 +41,17 @@ actor ModemChannel {
     var qmiCells = QMICellSources()
     var mbimCells: MBIMBaseStations?
     var unsupportedCellRequests: Set<String> = []
+    /// The data-session observers (QMIDataSession.swift, MBIMDataSession.swift) and what they read.
+    private var qmiData: QMIDataObserver?
+    private var mbimData: MBIMDataObserver?
+    private var dataChannels: [DataChannel] = []
+    /// Set when an indication changed the registration: the caller should ask the data sessions again.
+    private var requeryWanted = false
 
-    private init(spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks) {
+    private init(
+        spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks,
+        links: [DataLink]
+    ) {
         self.spec = spec
         self.session = session
         self.logger = logger
@@ -46,14 +59,19 @@ actor ModemChannel {
         var state = ModemState(device: spec.path, protocol: p)
         state.interface = spec.interface
         self.state = state
+        switch session {
+        case let .qmi(q): qmiData = QMIDataObserver(session: q, links: links, logger: logger)
+        case let .mbim(m): mbimData = MBIMDataObserver(session: m, links: links)
+        }
     }
 
-    /// A state for a port that could not be opened or read at all.
+    /// A state for a port that could not be opened or read at all; what else holds the port is named.
     static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
         var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
         state.interface = spec.interface
         state.error = ModemChannel.describe(error)
         state.present = present ?? !ModemChannel.meansGone(error)
+        PortHolders.noteInError(&state, path: spec.path)
         return state
     }
 
@@ -69,18 +87,72 @@ actor ModemChannel {
         }
         var logger = options.logger
         logger[metadataKey: "modem.device"] = "\(spec.path)"
-        switch p {
-        case .qmi:
-            let s = try await QMISession.open(
-                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy, logger: logger,
-                signalThresholds: QMISignalThresholds(options.signalPolicy))
-            return ModemChannel(spec: spec, protocol: p, session: .qmi(s), logger: logger, quirks: quirks)
-        case .mbim:
-            let s = try await MBIMSession.open(
-                path: spec.path, timeout: options.requestTimeout, proxy: options.viaProxy,
-                mbimex: quirks.mbimex != .none, logger: logger)
-            return ModemChannel(spec: spec, protocol: p, session: .mbim(s), logger: logger, quirks: quirks)
+        let links = DataLinkMap.links(for: spec, protocol: p, sysfsRoot: options.sysfsRoot)
+        let proxyName = p == .qmi ? "qmi-proxy" : "mbim-proxy"
+        var plan = AccessPlan.decide(
+            options.access, proxyName: proxyName, euid: geteuid(), listening: ProcFacts.listening(proxyName),
+            installed: ProcFacts.proxyInstalled(proxyName))
+        func session(proxy: Bool) async throws -> Session {
+            switch p {
+            case .qmi:
+                return .qmi(try await QMISession.open(
+                    path: spec.path, timeout: options.requestTimeout, proxy: proxy, logger: logger,
+                    signalThresholds: QMISignalThresholds(options.signalPolicy)))
+            case .mbim:
+                return .mbim(try await MBIMSession.open(
+                    path: spec.path, timeout: options.requestTimeout, proxy: proxy, mbimex: quirks.mbimex != .none,
+                    logger: logger))
+            }
         }
+        if plan.proxy, let why = await ProxyLauncher.ensure(proxyName) {
+            logger.debug("Proxy not started", metadata: ["proxy": "\(proxyName)", "why": "\(why)"])
+            if options.access == .auto {
+                plan = AccessPlan(proxy: false, reason: "\(why); opened directly")
+            }
+        }
+        let opened: Session
+        do {
+            opened = try await session(proxy: plan.proxy)
+        } catch let error where !plan.proxy && plan.reason != nil {
+            // Say why the port was opened directly: that is often why it failed (a user the proxy would refuse).
+            throw ModemError("\(describe(error)) (\(plan.reason!))")
+        } catch let error where plan.proxy && !Task.isCancelled && DeviceNode.check(spec.path) != .missing {
+            // (A proxy that hangs up on us looks like a port that went away; the node is still there.)
+            // `auto` falls back to direct only when no proxy could be started; a proxy that runs and fails us is
+            // someone else's (ModemManager's), and opening the port beside it would steal its replies.
+            guard options.access == .auto, !ProcFacts.listening(proxyName) else {
+                throw ModemError(proxyFailure(error, proxyName: proxyName))
+            }
+            logger.debug("No proxy could be started; opening the port directly", metadata: ["error": "\(error)"])
+            plan = AccessPlan(proxy: false, reason: "\(proxyName) could not be started (\(describe(error))); opened directly")
+            do {
+                opened = try await session(proxy: false)
+            } catch {
+                throw ModemError("\(describe(error)) (\(plan.reason!))")
+            }
+        }
+        let channel = ModemChannel(spec: spec, protocol: p, session: opened, logger: logger, quirks: quirks, links: links)
+        await channel.noteAccess(plan, protocol: p)
+        return channel
+    }
+
+    /// Why a proxied open failed, with the cause when the proxy serves only root and we are not root.
+    static func proxyFailure(_ error: Error, proxyName: String) -> String {
+        var text = describe(error)
+        let euid = geteuid()
+        if euid != 0 {
+            text += "; \(ProcFacts.describeProxy(proxyName)) refused us: the proxy serves only root (or the user"
+                + " libqmi/libmbim were built for) and reach runs as uid \(euid)"
+        }
+        return text
+    }
+
+    /// Records how the port was opened, and who else holds it when that matters: a direct opener beside anything,
+    /// or another direct opener beside the proxy.
+    private func noteAccess(_ plan: AccessPlan, protocol p: ModemProtocol) {
+        state.access = plan.proxy ? .proxy : .direct
+        state.accessReason = plan.reason
+        PortHolders.noteInAccess(&state, path: spec.path, protocol: p)
     }
 
     // MARK: Reading
@@ -107,7 +179,31 @@ actor ModemChannel {
                 try await self.readMBIMCells(m)
                 self.readStaticInfo = true
             }
+            try await self.readDataSessions()
         }
+    }
+
+    /// Asks the data sessions again (the re-query timer, a registration change). False when the modem stopped
+    /// answering or went away.
+    @discardableResult
+    func requery() async -> Bool {
+        await step { _ in try await self.readDataSessions() }
+    }
+
+    /// Whether an indication since the last call changed the registration (so the sessions should be asked again).
+    func takeRequeryRequest() -> Bool {
+        defer { requeryWanted = false }
+        return requeryWanted
+    }
+
+    /// Whether the modem has data sessions to ask.
+    var observesDataSessions: Bool { qmiData != nil || mbimData != nil }
+
+    /// The observers' reading: each failure is that observer's unknown, never the modem's error; a transport failure
+    /// is thrown.
+    private func readDataSessions() async throws {
+        if let qmiData { dataChannels = try await qmiData.read() }
+        if let mbimData { dataChannels = try await mbimData.read() }
     }
 
     /// Re-reads only what the modem does not announce (and the cells when `cells`). False when the modem stopped
@@ -235,6 +331,7 @@ actor ModemChannel {
             mbim.apply(to: &state)
             state.cells = mbimCells?.readings(rats: state.accessTechnologies, plmn: state.plmn) ?? CellReadings()
         }
+        state.dataChannels = dataChannels
     }
 
     // MARK: Indications
@@ -243,6 +340,7 @@ actor ModemChannel {
     func subscribe(
         _ sink: @escaping @Sendable (ChannelEvent) -> Void, signal reporting: SignalReporting = .barBoundaries
     ) async -> IndicationSupport {
+        await qmiData?.subscribe { sink(.dataSession($0)) }
         switch session {
         case let .qmi(q): return await q.subscribe({ sink(.qmi($0)) }, signal: reporting)
         case let .mbim(m): return await m.subscribe({ sink(.mbim($0)) }, signal: reporting)
@@ -258,6 +356,8 @@ actor ModemChannel {
     }
 
     private func apply(_ event: ChannelEvent) -> Bool {
+        let registrationBefore = state.registration
+        defer { if state.registration != registrationBefore { requeryWanted = true } }
         switch event {
         case let .qmi(i):
             switch i {
@@ -280,13 +380,19 @@ actor ModemChannel {
             case let .signalState(s): mbim.signal = s
             case let .subscriber(s):
                 mbim.sim = SIMState(mbimSubscriberReadyState: s.readyState, pinType: nil)
+            case let .connect(c):
+                MBIMDataObserver.apply(c, to: &dataChannels)
             case let .malformed(text):
                 logger.debug("MBIM message not understood", metadata: ["error": "\(text)"])
                 state.error = text
                 return true
             case .removed: return portGone()
             }
-        case .poll, .refreshCells, .pollSignal:
+        case let .dataSession(.qmi(channel, family, status)):
+            QMIDataObserver.apply(channel, family, status, to: &dataChannels)
+        case let .dataSession(.mbim(id, activation)):
+            MBIMDataObserver.apply(MBIMConnectState(sessionID: UInt32(id), activation: activation), to: &dataChannels)
+        case .poll, .requery, .refreshCells, .pollSignal:
             return true
         }
         state.error = nil
@@ -311,6 +417,7 @@ actor ModemChannel {
     }
 
     func close() async {
+        await qmiData?.close()
         switch session {
         case let .qmi(q): await q.close()
         case let .mbim(m): await m.close()

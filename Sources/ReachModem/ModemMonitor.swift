@@ -60,11 +60,15 @@ public struct ModemMonitorOptions: Sendable, Codable {
     /// When set, a modem that cannot announce its signal has the signal alone polled this often (the live view's
     /// interval), while the rest it cannot announce (the SIM) keeps `pollInterval`.
     public var signalPollInterval: Duration?
+    /// How often the data sessions are asked again although indications announce them: some firmware sends them
+    /// late or never (ModemManager commit 291300cf, the Netgear AC341U; quectel-CM polls for the same reason). They
+    /// are also asked again at every registration change. nil: only then.
+    public var sessionRequery: Duration?
 
     public init(
         read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
         signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60),
-        signalPollInterval: Duration? = nil
+        signalPollInterval: Duration? = nil, sessionRequery: Duration? = .seconds(10)
     ) {
         self.read = read
         self.pollInterval = pollInterval
@@ -72,6 +76,7 @@ public struct ModemMonitorOptions: Sendable, Codable {
         self.signalReporting = signalReporting
         self.cellInterval = cellInterval
         self.signalPollInterval = signalPollInterval
+        self.sessionRequery = sessionRequery
     }
 }
 
@@ -185,23 +190,28 @@ public struct ModemMonitor: Sendable {
         }
         let cellReader = every(options.cellInterval, .refreshCells)
         let signalPoller = support.signal ? nil : every(options.signalPollInterval, .pollSignal)
+        let requerier = await channel.observesDataSessions ? every(options.sessionRequery, .requery) : nil
         defer {
             poller?.cancel()
             cellReader?.cancel()
             signalPoller?.cancel()
+            requerier?.cancel()
             sink.finish()
         }
         for await event in events {
-            let reread: (IndicationSupport, cells: Bool)?
+            // The fallback poll, a cell or signal refresh, or the data sessions asked again: each asks the modem
+            // within the read deadline.
+            let ask: (@Sendable () async -> Bool)?
             switch event {
-            case .poll: reread = (support, false)
-            case .pollSignal: reread = (IndicationSupport(registration: true, signal: false, sim: true), false)
+            case .poll: ask = { await channel.poll(support) }
+            case .pollSignal: ask = { await channel.poll(IndicationSupport(registration: true, signal: false, sim: true)) }
             // Only the cells: everything else comes from indications or the poll.
-            case .refreshCells: reread = (IndicationSupport(registration: true, signal: true, sim: true), true)
-            default: reread = nil
+            case .refreshCells: ask = { await channel.poll(IndicationSupport(registration: true, signal: true, sim: true), cells: true) }
+            case .requery: ask = { await channel.requery() }
+            default: ask = nil
             }
-            if let reread {
-                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(reread.0, cells: reread.cells) }
+            if let ask {
+                let ok = await withDeadline(options.read.readTimeout) { await ask() }
                 let state = await channel.state
                 guard case .finished(true) = ok else {
                     emit(state, .portLost)
@@ -213,6 +223,8 @@ public struct ModemMonitor: Sendable {
             let alive = await channel.handle(event)
             emit(await channel.state, alive ? .indication : .portLost)
             if !alive { return }
+            // A registration change may have ended or started a session that some firmware does not announce.
+            if await channel.takeRequeryRequest() { sink.yield(.requery) }
         }
     }
 }

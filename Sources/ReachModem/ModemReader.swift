@@ -11,8 +11,9 @@ public struct ModemReadOptions: Sendable, Codable {
     /// reported with what was read so far and an error. Default: three request timeouts (a silent modem costs one
     /// request timeout; this budget is for a slow one that answers everything late).
     public var readTimeout: Duration
-    /// Open ports through qmi-proxy / mbim-proxy (as ModemManager does) instead of exclusively.
-    public var viaProxy: Bool
+    /// How ports are opened: through qmi-proxy / mbim-proxy as ModemManager does (`auto`, the default: directly only
+    /// when no proxy can be started; `proxy`: always), or exclusively (`direct`).
+    public var access: ModemAccess
     /// Stands for /sys in discovery (tests point it at a fake tree).
     public var sysfsRoot: String
     /// hw/modems.json to use instead of the default search (hw/README.md).
@@ -29,14 +30,14 @@ public struct ModemReadOptions: Sendable, Codable {
     public var signalPolicy: SignalPolicy
 
     public init(
-        requestTimeout: Duration = .seconds(5), readTimeout: Duration? = nil, viaProxy: Bool = false,
+        requestTimeout: Duration = .seconds(5), readTimeout: Duration? = nil, access: ModemAccess = .auto,
         sysfsRoot: String = "/sys", hardwareDatabasePath: String? = nil,
         logger: Logger = Logger(label: "gatewayreach.modem", factory: { _ in SwiftLogNoOpLogHandler() }),
         signalPolicy: SignalPolicy = .android
     ) {
         self.requestTimeout = requestTimeout
         self.readTimeout = readTimeout ?? requestTimeout * 3
-        self.viaProxy = viaProxy
+        self.access = access
         self.sysfsRoot = sysfsRoot
         self.hardwareDatabasePath = hardwareDatabasePath
         self.logger = logger

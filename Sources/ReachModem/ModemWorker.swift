@@ -309,12 +309,26 @@ enum WorkerRun {
         return stream
     }
 
-    /// A state from a worker, held to the port it was asked about: it cannot speak for another device.
-    static func bounded(_ state: ModemState, spec: ModemPortSpec) -> ModemState {
+    /// A state from a worker, held to the port it was asked about: it cannot speak for another device. What else
+    /// holds the port is added here (`PortHolders`): the worker, without capabilities, cannot see other processes'
+    /// descriptors. `holders` carries the access note between the states of one worker run, so /proc is read once
+    /// per way of opening, not per indication.
+    static func bounded(_ state: ModemState, spec: ModemPortSpec, holders: inout (ModemAccessPath, String?)?) -> ModemState {
         var s = state
         s.device = spec.path
         if let p = spec.protocol { s.protocol = p }
         if let i = spec.interface { s.interface = i }
+        if let access = s.access {
+            if let (seen, reason) = holders, seen == access {
+                s.accessReason = reason
+            } else {
+                PortHolders.noteInAccess(&s, path: spec.path, protocol: s.protocol)
+                holders = (access, s.accessReason)
+            }
+        } else {
+            holders = nil
+            PortHolders.noteInError(&s, path: spec.path)
+        }
         return s
     }
 }
@@ -349,7 +363,8 @@ public enum IsolatedModemReader {
         read: for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
             switch event {
             case let .message(.result(_, states)):
-                result = states.first.map { WorkerRun.bounded($0, spec: spec) }
+                var holders: (ModemAccessPath, String?)?
+                result = states.first.map { WorkerRun.bounded($0, spec: spec, holders: &holders) }
                 // The answer is in: the worker is reaped on its supervising thread, nobody waits for that here.
                 break read
             case let .message(.ready(capabilities)) where capabilities != 0:
@@ -420,6 +435,7 @@ public struct IsolatedModemMonitor: Sendable {
             attempt += 1
             let started = ContinuousClock.now
             var first = true
+            var holders: (ModemAccessPath, String?)?
             var ending: (WorkerEnd, String?) = (.exited(0), nil)
             for await event in WorkerRun.events(launch, job: .monitor(port, options), timing: timing, label: port.path) {
                 switch event {
@@ -428,7 +444,7 @@ public struct IsolatedModemMonitor: Sendable {
                     // A new worker's first read after one failed is the modem coming back.
                     if first && failedBefore && cause == .initialRead { cause = .reopened }
                     first = false
-                    emit(WorkerRun.bounded(update.state, spec: spec), cause)
+                    emit(WorkerRun.bounded(update.state, spec: spec, holders: &holders), cause)
                 case let .message(.ready(capabilities)) where capabilities != 0:
                     logger.warning(
                         "Modem worker kept capabilities",

@@ -29,6 +29,12 @@ public enum ModemWorkerProcess {
             printError("reach modem-worker: this command is started by reach itself (fd 3 must be its socket)")
             return 64
         }
+        // Close-on-exec from here on: a program this worker starts (the qmi-proxy/mbim-proxy it launches for `auto`
+        // access outlives it) must not hold the parent's socket open, or the parent would never see it close.
+        _ = fcntl(channel, F_SETFD, FD_CLOEXEC)
+        // Without capabilities this process cannot read other processes' /proc/PID/fd: its parent names the port's
+        // other holders on the states it receives (`WorkerRun.bounded`).
+        PortHolders.scanHere = false
         // Ctrl-C in a terminal, a terminal hang-up and systemd's stop reach the whole process group; the parent
         // decides when its workers end (end of file on the socket), or dies and takes them along (PR_SET_PDEATHSIG).
         // A worker killed by them first would be reported as failed in the parent's last line.

@@ -271,7 +271,7 @@ extension QMIReplies {
         guard g.servingSystem(o, &reg, &cs, &ps, &net, &radios, nil) != 0 else { return nil }
         var result = QMIServingSystem(
             registrationState: Int(reg.rawValue),
-            radioInterfaces: radios.map(integers) ?? [])
+            radioInterfaces: radios.map(integers) ?? [], psAttachState: Int(ps.rawValue))
         var roaming = QmiNasRoamingIndicatorStatus(0)
         if g.roamingIndicator(o, &roaming, nil) != 0 { result.roamingIndicator = Int(roaming.rawValue) }
         var caps: UnsafeMutablePointer<GArray>? = nil

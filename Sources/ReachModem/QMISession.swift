@@ -156,7 +156,8 @@ final class QMISession: @unchecked Sendable {
         return session
     }
 
-    private func allocate(_ service: QmiService, _ name: String) async throws -> GPtr<QmiClient> {
+    /// Allocates a client of `service` (CTL Allocate CID); QMIDataObserver allocates its WDS clients through this.
+    func allocate(_ service: QmiService, _ name: String) async throws -> GPtr<QmiClient> {
         let device = self.device
         return try await loop.call(
             "qmi_device_allocate_client(\(name))", timeout: timeout, group: calls,
@@ -227,27 +228,7 @@ final class QMISession: @unchecked Sendable {
             return (clients, self.calls.abortedWith != nil || self.calls.sawUnansweredCall)
         }
         guard let taken else { return }
-        for client in taken.clients {
-            if !taken.removed {
-                do {
-                    try await loop.call(
-                        "qmi_device_release_client", timeout: timeout, group: calls,
-                        start: { call in
-                            qmi_device_release_client(
-                                device.p, client.p, QMI_DEVICE_RELEASE_CLIENT_FLAGS_RELEASE_CID, call.timeoutSeconds,
-                                call.cancellable, call.callback, call.userData)
-                        },
-                        finish: { _, result in
-                            try checkGError("qmi_device_release_client") {
-                                qmi_device_release_client_finish(device.p, result, $0)
-                            }
-                        })
-                } catch {
-                    logger.debug("QMI client release failed", metadata: ["error": "\(error)"])
-                }
-            }
-            await loop.run { g_object_unref(client.p) }
-        }
+        for client in taken.clients { await release(client, sendRelease: !taken.removed) }
         do {
             try await loop.call(
                 "qmi_device_close_async", timeout: timeout,
@@ -263,9 +244,35 @@ final class QMISession: @unchecked Sendable {
         await loop.run { g_object_unref(device.p) }
     }
 
+    /// Releases a client id (CTL Release CID, so the modem frees it) unless the port is gone or owes answers, and
+    /// drops the client object.
+    func release(_ client: GPtr<QmiClient>, sendRelease: Bool? = nil) async {
+        let device = self.device
+        let polite = await loop.run { self.calls.abortedWith == nil && !self.calls.sawUnansweredCall }
+        if sendRelease ?? polite {
+            do {
+                try await loop.call(
+                    "qmi_device_release_client", timeout: timeout, group: calls,
+                    start: { call in
+                        qmi_device_release_client(
+                            device.p, client.p, QMI_DEVICE_RELEASE_CLIENT_FLAGS_RELEASE_CID, call.timeoutSeconds,
+                            call.cancellable, call.callback, call.userData)
+                    },
+                    finish: { _, result in
+                        try checkGError("qmi_device_release_client") {
+                            qmi_device_release_client_finish(device.p, result, $0)
+                        }
+                    })
+            } catch {
+                logger.debug("QMI client release failed", metadata: ["error": "\(error)"])
+            }
+        }
+        await loop.run { g_object_unref(client.p) }
+    }
+
     // MARK: Requests
 
-    /// One NAS/DMS/UIM request: start it, finish it, check the result TLV, copy the output, unref it.
+    /// One request on a client of this session: start it, finish it, check the result TLV, copy the output, unref it.
     func request<T: Sendable>(
         _ name: String,
         start: @escaping @Sendable (GLibAsyncCall) -> Void,

@@ -60,13 +60,18 @@ struct SysFS: Sendable {
         return String(absolute.dropFirst(rootReal.count))
     }
 
-    /// The last path component of a symlink's target (a driver's name from `…/driver`).
-    func linkBasename(_ path: String) -> String? {
+    /// A symlink's target as written (`/proc/PID/fd/N` → "/dev/cdc-wdm0"). The corresponding C function is
+    /// `readlink`.
+    func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink(full(path), &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        let target = String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return target.split(separator: "/").last.map(String.init)
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The last path component of a symlink's target (a driver's name from `…/driver`).
+    func linkBasename(_ path: String) -> String? {
+        readLink(path)?.split(separator: "/").last.map(String.init)
     }
 
     /// Whether `path` exists at all (any type; symlinks followed).

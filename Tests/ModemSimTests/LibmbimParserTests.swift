@@ -29,6 +29,18 @@ func libmbimPrintable(_ bytes: [UInt8], mbimex: MBIMExVersion) -> Result<String,
 }
 
 /// Every answer and notification of a scenario after opening at `version` (1.0: no negotiation).
+/// A Connect query for one session id, shaped as mbimcli --query-connection-state sends it.
+func connectQuery(_ session: UInt32) -> [UInt8] {
+    var b = MBIMBufferBuilder()
+    b.u32(session)
+    b.u32(0)  // ActivationState
+    b.u32(0)  // VoiceCallState
+    b.u32(0)  // IpType
+    b.raw([UInt8](repeating: 0, count: 16))
+    b.u32(0)  // NwError
+    return b.build()
+}
+
 func allMBIMMessages(_ scenario: Scenario, version: MBIMExVersion) throws -> [MBIMMessage] {
     var h = MBIMHarness(withoutFaults(scenario))
     var out: [MBIMMessage] = [try h.open()]
@@ -39,6 +51,7 @@ func allMBIMMessages(_ scenario: Scenario, version: MBIMExVersion) throws -> [MB
         out += try h.send(.command(tid: 900, service: MBIMServices.msBasicConnectExtensions, cid: 15, buffer: b.build()))
     }
     for cid in [UInt32(1), 2, 3, 4, 6, 9, 10, 11, 16] { out.append(try h.command(cid)) }
+    for session in [UInt32(0), 1] { out.append(try h.command(MBIMServices.BasicConnect.connect, connectQuery(session))) }
     var e = ByteWriter()
     e.append(MBIMServices.basicConnect.bytes)
     e.u32(0)

@@ -46,8 +46,18 @@ func allQMIMessages(_ scenario: Scenario) throws -> [QMIMessage] {
     let nas = try h.allocate(QMIService.nas)
     let uim = try h.allocate(QMIService.uim)
     for (service, id, _) in QMIMessageNames.table where service != QMIService.ctl {
-        let cid = service == QMIService.dms ? dms : service == QMIService.nas ? nas : uim
+        if service == QMIService.wds && !scenario.qmi.wds { continue }
+        // WDS: a fresh client for each message, so that a bind is its first.
+        let cid = service == QMIService.wds
+            ? try h.allocate(QMIService.wds) : service == QMIService.dms ? dms : service == QMIService.nas ? nas : uim
         var tlvs: [QMITLV] = []
+        switch (service, id) {
+        case (QMIService.wds, 0x0089): tlvs = [QMITLV(0x01, [0x04, 0x0E])]
+        case (QMIService.wds, 0x004D): tlvs = [QMITLV(0x01, [6])]
+        case (QMIService.wds, 0x00A2):
+            tlvs = [QMITLV(0x10, [2, 0, 0, 0, 4, 0, 0, 0]), QMITLV(0x11, [1]), QMITLV(0x13, [1, 0, 0, 0])]
+        default: break
+        }
         switch id {
         case QMIMessageID.nasGetSignalStrength where service == QMIService.nas: tlvs = [QMITLV(0x10, [0xEF, 0x00])]
         case QMIMessageID.nasRegisterIndications where service == QMIService.nas:
@@ -63,6 +73,8 @@ func allQMIMessages(_ scenario: Scenario) throws -> [QMIMessage] {
         collect(try h.send(service, cid: cid, id, tlvs))
     }
     collect(try h.control(#"{"indicate":true}"#).messages)
+    collect(try h.control(#"{"set":{"data_sessions":[{"state":"connected"}]}}"#).messages)
+    collect(try h.control(#"{"set":{"data_sessions":[{"state":"disconnected"}]}}"#).messages)
     for step in scenario.timeline {
         collect(try h.advance(to: step.atMs).writes.map { try QMIMessage.decode($0) })
     }

@@ -23,7 +23,7 @@ typealias BC = MBIMServices.BasicConnect
         var h = try MBIMHarness(scenarioFile: "mbim-4g-lte")
         try h.open()
         #expect(try h.command(BC.deviceCaps).code == MBIMStatus.success)
-        #expect(try h.command(12).code == MBIMStatus.noDeviceSupport)  // Connect
+        #expect(try h.command(13).code == MBIMStatus.noDeviceSupport)  // Provisioned Contexts
         #expect(try h.command(MBIMUUID("533fbeeb-14fe-4467-9f90-33a223e56c3f")!, 1).code == MBIMStatus.noDeviceSupport)  // SMS
         // An MBIM 1.0 device has no MS Basic Connect Extensions Version.
         #expect(try h.negotiate(host: 0x0300) == nil)
@@ -187,7 +187,7 @@ typealias BC = MBIMServices.BasicConnect
         try h.open()
         // Open, no list: everything.
         let all = try h.control(#"{"indicate":true}"#).messages
-        #expect(all.map(\.cid) == [BC.subscriberReadyStatus, BC.registerState, BC.packetService, BC.signalState])
+        #expect(all.map(\.cid) == [BC.subscriberReadyStatus, BC.registerState, BC.packetService, BC.signalState, BC.connect])
         #expect(all.allSatisfy { $0.type == .indicateStatus && $0.transactionID == 0 })
         // Subscribe to Signal State only.
         var e = ByteWriter()

@@ -21,9 +21,9 @@ typealias QID = QMIMessageID
         // A released (or never allocated) client gets INVALID_CLIENT_ID.
         let stale = try h.request(QMIService.nas, cid: a, QID.nasGetSystemInfo)
         #expect(stale.result?.error == QMIError.invalidClientID)
-        // No client for services the modem does not have.
-        let wds = try h.request(QMIService.ctl, cid: 0, QID.ctlAllocateCID, [QMITLV(0x01, [QMIService.wds])])
-        #expect(wds.result?.error == QMIError.invalidServiceType)
+        // No client for services the modem does not have (0x09 voice).
+        let voice = try h.request(QMIService.ctl, cid: 0, QID.ctlAllocateCID, [QMITLV(0x01, [0x09])])
+        #expect(voice.result?.error == QMIError.invalidServiceType)
     }
 
     @Test func versionInfoSyncAndUnknownControlMessages() throws {

@@ -35,6 +35,10 @@ import Testing
         if file.contains("sim-pin") { #expect(s.state.sim == .pinRequired && s.state.sim.needsIntervention) }
         if file.contains("sim-absent") { #expect(s.state.sim == .absent) }
         if file.contains("denied") { #expect(s.state.registration == .denied && s.state.rejectCause == 11) }
+        if file.contains("-session-") { #expect(s.state.dataSessions != nil || s.timeline.contains { $0.operation.set?.dataSessions != nil }) }
+        if file.contains("timeline-session") {
+            #expect(s.timeline.contains { $0.operation.quiet } && s.timeline.contains { !$0.operation.quiet })
+        }
     }
 
     static let base = #"{"protocol":"qmi","state":{"registration":"home","access_technologies":["lte"],"operator":{"mcc":"262","mnc":"01","name":"T"}}"#

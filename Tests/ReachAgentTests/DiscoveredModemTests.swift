@@ -40,7 +40,7 @@ import Testing
         ports.set([specA])
         let clock = ManualClock()
         let source = DiscoveredModemSource(
-            options: ModemMonitorOptions(read: ModemReadOptions(requestTimeout: .seconds(2)), pollInterval: nil),
+            options: ModemMonitorOptions(read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct), pollInterval: nil),
             interval: .seconds(60), clock: clock, discover: { (.ok, ports.now) })
         let latest = Latest()
         let consumer = Task {

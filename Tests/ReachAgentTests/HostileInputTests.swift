@@ -256,7 +256,8 @@ import Testing
         let s = try Scratch("hostile-override")
         try s.write("reach.json", #"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#)
         let r = try await TestSupport.run(
-            [TestPaths.reach, "status", "--json", "--address", "127.0.0.1", "--modem", s.path("no-such-port") + ":qmi",
+            [TestPaths.reach, "status", "--json", "--address", "127.0.0.1", "--modem-access", "direct",
+             "--modem", s.path("no-such-port") + ":qmi",
              "--wifi", "wlan-reach9", "--config", s.path("reach.json")], timeout: 30)
         let json = try JSON.parse(r.stdout)
         #expect(json["wwan"]?.arrayValue?.first?["device"] == .string(s.path("no-such-port")), "\(r.stdout)")

@@ -28,7 +28,8 @@ import Testing
             {"report":{"path":"\(dir)/reach.jsonl","interval_seconds":3600},
              "changes":{"hold_down_seconds":\(holdDown),"bar_hysteresis_db":3},
              "signal":{"profile":"strict"},
-             "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600},
+             "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600,
+                       "access":"direct"},
              "wifi":{"enabled":false}}
             """
         let agent = try await EndToEndTests.AgentProcess.start(config: config, dir: dir)

@@ -29,9 +29,11 @@ import Testing
         #expect(!r.stderr.contains("reach.service"), "\(r.stderr)")
         for key in ["NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/log/reach",
                     "RestrictAddressFamilies=AF_NETLINK AF_UNIX AF_INET AF_INET6", "CapabilityBoundingSet=CAP_NET_ADMIN",
-                    "User=reach", "RestartPreventExitStatus=78"] {
+                    "Group=reach", "RestartPreventExitStatus=78", "After=network-pre.target systemd-udev-settle.service ModemManager.service"] {
             #expect(unit.contains(key), "unit lacks \(key)")
         }
+        // Root without capabilities, so that qmi-proxy / mbim-proxy serve it (ModemSharingTests run the agent so).
+        #expect(!unit.split(separator: "\n").contains { $0.hasPrefix("User=") }, "the proxies serve only root")
     }
 
     @Test func procdScriptParsesAndUdevRuleNamesTheGroup() async throws {

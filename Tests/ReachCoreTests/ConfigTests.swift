@@ -9,6 +9,8 @@ import Testing
         #expect(c.report.intervalSeconds == 60)
         #expect(c.targets == [.defaultRoute])
         #expect(c.changePolicy == ChangePolicy.standard)
+        #expect(c.modems.access == .auto)
+        #expect(c.modems.sessionRequerySeconds == 10)
     }
 
     @Test func fullConfigRoundTrips() throws {
@@ -18,8 +20,10 @@ import Testing
              "signal":{"profile":"strict","thresholds":{"lte":{"rsrp":[-120,-110,-100,-90]},"wcdma":{"rscp":[-116,-106,-96,-86]}}},
              "targets":[{"kind":"default"},{"kind":"address","value":"2001:db8::1"},{"kind":"host","value":"example.net"},
                         {"kind":"link_local"}],
-             "modems":{"enabled":true,"ports":[{"path":"/dev/cdc-wdm0","protocol":"mbim","interface":"wwan0"}],
-                       "request_timeout_seconds":3,"poll_interval_seconds":120},
+             "modems":{"enabled":true,"ports":[{"path":"/dev/cdc-wdm0","protocol":"mbim","interface":"wwan0"},
+                                               {"path":"/dev/cdc-wdm1","protocol":"qmi","interface":"qmimux0","mux_id":1}],
+                       "request_timeout_seconds":3,"poll_interval_seconds":120,"access":"proxy",
+                       "session_requery_seconds":30},
              "wifi":{"enabled":false,"interfaces":["wlan1"],"poll_interval_seconds":10},
              "interface_kinds":{"ppp0":"wwan"},
              "probe":{"kind":"tcp","host":"192.0.2.10","port":443,"timeout_seconds":1.5},
@@ -30,7 +34,10 @@ import Testing
         #expect(c.report.rotateKeep == 2)
         #expect(c.changePolicy == ChangePolicy(holdDown: .milliseconds(2500), barHysteresisDB: 4))
         #expect(c.targets == [.defaultRoute, .address("2001:db8::1"), .host("example.net"), .linkLocal])
-        #expect(c.modems.ports == [ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim, interface: "wwan0")])
+        #expect(c.modems.ports == [ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim, interface: "wwan0"),
+                                   ModemPortSpec(path: "/dev/cdc-wdm1", protocol: .qmi, interface: "qmimux0", muxID: 1)])
+        #expect(c.modems.access == .proxy)
+        #expect(c.modems.sessionRequerySeconds == 30)
         #expect(c.interfaceKinds == ["ppp0": .wwan])
         #expect(c.probe == AgentConfig.Probe(kind: .tcp, host: "192.0.2.10", port: 443, timeoutSeconds: 1.5))
         #expect(c.logLevel == .debug)
@@ -78,6 +85,11 @@ import Testing
         (#"{"modems":{"ports":[{"path":"cdc-wdm0"}]}}"#, "modems.ports[0].path", "absolute device path"),
         (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","protocol":"at"}]}}"#, "modems.ports[0].protocol", "qmi, mbim"),
         (#"{"modems":{"request_timeout_seconds":0}}"#, "modems.request_timeout_seconds", "from 0.1 to 120"),
+        (#"{"modems":{"access":"shared"}}"#, "modems.access", "expected auto, proxy or direct, found \"shared\""),
+        (#"{"modems":{"session_requery_seconds":0.5}}"#, "modems.session_requery_seconds", "from 1 to 3600"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","interface":"wwan0","mux_id":256}]}}"#,
+         "modems.ports[0].mux_id", "from 0 to 255"),
+        (#"{"modems":{"ports":[{"path":"/dev/cdc-wdm0","mux_id":1}]}}"#, "modems.ports[0].mux_id", "needs \"interface\""),
         (#"{"wifi":{"interfaces":["wlan0/x"]}}"#, "wifi.interfaces[0]", "interface name"),
         (#"{"wifi":{"enabled":"yes"}}"#, "wifi.enabled", "true or false"),
         (#"{"interface_kinds":{"ppp0":"cellular"}}"#, "interface_kinds.ppp0", "expected one of wwan, wifi"),

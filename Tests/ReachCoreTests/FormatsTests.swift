@@ -87,6 +87,7 @@ import Testing
         ("PCIe MHI", LinkFacts(name: "mhi_hwip0", arpType: C.arphrdRawIP, driver: "mhi_net"), .wwan),
         ("wwan framework link", LinkFacts(name: "wwan0", arpType: C.arphrdNone, wwanClassParent: true, linkKind: "wwan"), .wwan),
         ("rmnet by name", LinkFacts(name: "rmnet_data0", arpType: C.arphrdRawIP), .wwan),
+        ("qmi_wwan QMAP mux link by name", LinkFacts(name: "qmimux0", arpType: C.arphrdNone), .wwan),
         ("tun named wwan0", LinkFacts(name: "wwan0", arpType: C.arphrdNone, pointToPoint: true, linkKind: "tun"), .wwan),
         ("pppd", LinkFacts(name: "ppp0", arpType: C.arphrdPPP, pointToPoint: true), .ppp),
         ("point-to-point named ppp", LinkFacts(name: "ppp1", arpType: C.arphrdNone, pointToPoint: true, linkKind: "tun"), .ppp),

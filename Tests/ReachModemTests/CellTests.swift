@@ -35,7 +35,7 @@ import ReachCore
     /// libqmi test_compat_nas_get_cell_location_info_geran_info: a real modem on GSM 214/03.
     @Test func libqmiGSM() async throws {
         let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/qmi-nas-get-cell-location-info-gsm-21403.json")
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(requestTimeout: .seconds(2)))
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(requestTimeout: .seconds(2), access: .direct))
         let cells = try #require(states.first?.cells)
         #expect(cells.cell == ServingCell(
             rat: .gsm, band: RadioBand(.gsm, 900), bandFromChannel: true, channel: 989, physicalID: 0, lac: 1142, cellID: 2306))
@@ -125,7 +125,7 @@ import ReachCore
         let shown = try #require(((try await reachStatusJSON(["--modem", "\(sim.link):qmi", "--show-identifiers"]))["wwan"] as? [[String: Any]])?.first)
         let ids = try #require(shown["cell"] as? [String: Any])
         #expect(ids["tac"] as? Int == 41001 && ids["cell_id"] as? Int == 26498817)
-        let text = try await runReach(["status", "--no-wifi", "--modem", "\(sim.link):qmi"])
+        let text = try await runReach(["status", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):qmi"])
         #expect(text.stdout.contains("4G  (lte B3+B7)"), "\(text.stdout)")
     }
 

@@ -60,7 +60,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let sim = try await ModemSimulator.start(json: scenario)
         // The per-request deadline is the subject here; the whole-read budget is set out of the way (it has its
         // own test through reach, a process of its own, where the test runner's load cannot stretch the clock).
-        let options = ModemReadOptions(requestTimeout: Self.timeout, readTimeout: .seconds(30))
+        let options = ModemReadOptions(requestTimeout: Self.timeout, readTimeout: .seconds(30), access: .direct)
         let start = ContinuousClock.now
         let (health, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: c.proto == "qmi" ? .qmi : .mbim)],
                                                       options: options)
@@ -81,7 +81,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     func silentModemDoesNotHoldUpStatus(proto: String) async throws {
         let sim = try await ModemSimulator.start(
             json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": ["silence"],"#))
-        let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
+        let r = try await runReach(["status", "--json", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):\(proto)", "--modem-timeout", "1"])
         let elapsed = r.seconds
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         #expect(status["route"] != nil)
@@ -97,7 +97,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let slow = #"[{"delay": {"ms": 800, "messages": ["nas", "dms"]}}]"#
         let sim = try await ModemSimulator.start(
             json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#, extra: #""faults": \#(slow),"#))
-        let r = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):qmi", "--modem-timeout", "1"])
+        let r = try await runReach(["status", "--json", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):qmi", "--modem-timeout", "1"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any])
         let modem = try #require((status["wwan"] as? [[String: Any]])?.first)
         #expect((modem["error"] as? String)?.hasPrefix("read incomplete after 3000 ms") == true, "\(modem["error"] ?? "")")
@@ -107,7 +107,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
 
     /// A port that is not there is reported absent, at once.
     @Test func missingPortIsAbsent() async {
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: "/dev/cdc-wdm-none", protocol: .qmi)], options: ModemReadOptions())
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: "/dev/cdc-wdm-none", protocol: .qmi)], options: ModemReadOptions(access: .direct))
         #expect(states.first?.present == false)
         #expect(states.first?.error == "no such device node")
     }
@@ -117,14 +117,14 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let path = NSTemporaryDirectory() + "reach-not-a-port"
         #expect(FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3])))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: path, protocol: .mbim)], options: ModemReadOptions())
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: path, protocol: .mbim)], options: ModemReadOptions(access: .direct))
         #expect(states.first?.error == "not a character device")
     }
 
     /// A port named without a protocol, which sysfs cannot tell either (a pty), is an error that says what to do.
     @Test func unknownProtocolSaysHowToName() async throws {
         let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link)], options: ModemReadOptions())
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link)], options: ModemReadOptions(access: .direct))
         #expect(states.first?.error?.contains("PATH:qmi or PATH:mbim") == true)
     }
 }
@@ -139,7 +139,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
                                                sim: simState)
         let sim = try await ModemSimulator.start(json: scenario)
         let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: proto == "qmi" ? .qmi : .mbim)],
-                                                 options: ModemReadOptions())
+                                                 options: ModemReadOptions(access: .direct))
         let state = try #require(states.first)
         #expect(state.sim.rawValue == simState)
         #expect(state.sim.needsIntervention == (simState != "absent"))
@@ -161,7 +161,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
                                                sim: "pin_required")
         let sim = try await ModemSimulator.start(json: scenario)
         let r = try await TestSupport.run(
-            unshare + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"])
+            unshare + [TestPaths.reach, "status", "--json", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):\(proto)"])
         let status = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any], "\(r.stdout)")
         #expect((status["flags"] as? [String])?.contains("intervention_required") == true, "\(status["flags"] ?? "")")
         #expect(((status["wwan"] as? [[String: Any]])?.first?["sim"] as? String) == "pin_required")
@@ -220,7 +220,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
     func endsInTheReportItsDescriptionPromises(_ c: ShippedFault) async throws {
         let sim = try await ModemSimulator.start(scenario: TestPaths.scenarios + "/" + c.file + ".json")
         let port = ModemPortSpec(path: sim.link, protocol: c.file.hasPrefix("qmi") ? .qmi : .mbim)
-        let options = ModemReadOptions(requestTimeout: c.timeout, readTimeout: .seconds(30))
+        let options = ModemReadOptions(requestTimeout: c.timeout, readTimeout: .seconds(30), access: .direct)
         let start = ContinuousClock.now
         let (_, states) = await ModemReader.read([port], options: options)
         let elapsed = ContinuousClock.now - start

@@ -11,7 +11,7 @@ import ReachCore
 
     static func options(signalPoll: Duration? = nil, cells: Duration? = nil) -> ModemMonitorOptions {
         ModemMonitorOptions(
-            read: ModemReadOptions(requestTimeout: .seconds(2)), pollInterval: nil,
+            read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct), pollInterval: nil,
             reopen: Backoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0.1),
             signalReporting: .live(interval: .seconds(1)), cellInterval: cells, signalPollInterval: signalPoll)
     }

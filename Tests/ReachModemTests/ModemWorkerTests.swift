@@ -110,7 +110,8 @@ import Testing
             Issue.record("no result: \(messages)")
             return
         }
-        let held = WorkerRun.bounded(got, spec: Self.spec)
+        var holders: (ModemAccessPath, String?)?
+        let held = WorkerRun.bounded(got, spec: Self.spec, holders: &holders)
         #expect(held.device == Self.spec.path && held.protocol == .mbim && held.registration == .home)
     }
 
@@ -122,7 +123,7 @@ import Testing
         let timing = WorkerTiming(requestTimeout: .seconds(2), readTimeout: .seconds(6))
         var messages: [WorkerMessage] = []
         var ending: WorkerEnd?
-        for await event in WorkerRun.events(launch, job: .read(spec, ModemReadOptions(requestTimeout: .seconds(2))),
+        for await event in WorkerRun.events(launch, job: .read(spec, ModemReadOptions(requestTimeout: .seconds(2), access: .direct)),
                                             timing: timing, label: sim.link) {
             switch event {
             case let .message(m): messages.append(m)

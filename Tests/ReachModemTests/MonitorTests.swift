@@ -49,7 +49,7 @@ import ReachCore
         ModemMonitor(
             ModemPortSpec(path: sim.link, protocol: proto),
             options: ModemMonitorOptions(
-                read: ModemReadOptions(requestTimeout: .seconds(2)), pollInterval: poll,
+                read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct), pollInterval: poll,
                 reopen: Backoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0.1)))
     }
 
@@ -153,5 +153,72 @@ import ReachCore
         try await sim.control(#"{"set": {"access_technologies": ["umts"], "signal": {"rssi_dbm": -85}}}"#)
         let polled = try await updates.next { $0.state.generation == .g3 }
         #expect(polled.cause == .poll)
+    }
+}
+
+/// The data session through ModemMonitor: a drop announced by the modem arrives as an indication; a drop the modem
+/// does not announce is found by the re-query timer; a registration change asks the sessions again at once.
+@Suite struct SessionMonitorTests {
+    static func monitor(_ sim: ModemSimulator, _ proto: ModemProtocol, requery: Duration?) -> ModemMonitor {
+        ModemMonitor(
+            ModemPortSpec(path: sim.link, protocol: proto),
+            options: ModemMonitorOptions(
+                read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct), pollInterval: nil,
+                sessionRequery: requery))
+    }
+
+    static func scenario(_ proto: String, extra: String = "") -> String {
+        ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#, extra: extra)
+    }
+
+    @Test(arguments: ["qmi", "mbim"])
+    func announcedDropIsAnIndication(proto: String) async throws {
+        let sim = try await ModemSimulator.start(json: Self.scenario(proto), control: true)
+        let updates = MonitorTests.Collector(Self.monitor(sim, proto == "qmi" ? .qmi : .mbim, requery: nil).updates())
+        defer { Task { await updates.stop() } }
+        let first = try await updates.next()
+        #expect(first.state.dataSession == .connected)
+        try await MonitorTests.subscribed(sim, proto)
+        try await sim.control(#"{"set":{"data_sessions":[{"state":"disconnected"}]}}"#)
+        let drop = try await updates.next { $0.state.dataSession == .disconnected }
+        #expect(drop.cause == .indication)
+        try await sim.control(#"{"set":{"data_sessions":[{"state":"connected"}]}}"#)
+        let back = try await updates.next { $0.state.dataSession == .connected }
+        #expect(back.cause == .indication)
+    }
+
+    /// Firmware that never announces the session (qmi.wds_indications false, mbim.connect_notifications false):
+    /// the 1 s re-query finds the drop.
+    @Test(arguments: [("qmi", #""qmi":{"wds_indications":false},"#), ("mbim", #""mbim":{"connect_notifications":false},"#)])
+    func silentFirmwareIsRequeried(proto: String, extra: String) async throws {
+        let sim = try await ModemSimulator.start(json: Self.scenario(proto, extra: extra), control: true)
+        let updates = MonitorTests.Collector(
+            Self.monitor(sim, proto == "qmi" ? .qmi : .mbim, requery: .seconds(1)).updates())
+        defer { Task { await updates.stop() } }
+        #expect(try await updates.next().state.dataSession == .connected)
+        try await MonitorTests.subscribed(sim, proto)
+        let sent = try await sim.control(#"{"query":"stats"}"#)
+        try await sim.control(#"{"set":{"data_sessions":[{"state":"disconnected"}]}}"#)
+        let started = ContinuousClock.now
+        let drop = try await updates.next(timeout: .seconds(10)) { $0.state.dataSession == .disconnected }
+        #expect(drop.cause == .poll)
+        #expect(ContinuousClock.now - started < .seconds(3), "found within the re-query interval (and a read)")
+        // The simulator sent no indication for it.
+        let stats = try await sim.control(#"{"query":"stats"}"#)
+        #expect(try JSON.parse(stats)["indications"] == JSON.parse(sent)["indications"], "\(stats)")
+    }
+
+    /// A deregistration, announced, makes the monitor ask the sessions again at once (without a timer).
+    @Test func registrationChangeRequeries() async throws {
+        let sim = try await ModemSimulator.start(json: Self.scenario("qmi", extra: #""qmi":{"wds_indications":false},"#), control: true)
+        let updates = MonitorTests.Collector(Self.monitor(sim, .qmi, requery: nil).updates())
+        defer { Task { await updates.stop() } }
+        #expect(try await updates.next().state.dataSession == .connected)
+        try await MonitorTests.subscribed(sim, "qmi")
+        let before = MonitorTests.count(sim.log, "wds:get_packet_service_status request")
+        try await sim.control(#"{"set":{"registration":"searching","access_technologies":[],"packet_service":"detached"}}"#)
+        let drop = try await updates.next { $0.state.dataSession == .disconnected }
+        #expect(drop.state.registration == .searching)
+        #expect(MonitorTests.count(sim.log, "wds:get_packet_service_status request") == before + 2)
     }
 }

@@ -27,7 +27,7 @@ import Testing
     @Test func helpNamesEveryOption() async throws {
         let r = try await runReach(["signal", "--help"])
         #expect(r.status == 0)
-        for option in ["--interval", "--count", "--json", "--plain", "--modem", "--no-proxy", "--show-identifiers"] {
+        for option in ["--interval", "--count", "--json", "--plain", "--modem", "--modem-access", "--show-identifiers"] {
             #expect(r.stdout.contains(option), "\(option)")
         }
     }
@@ -72,7 +72,7 @@ import Testing
     @Test func plainLinesFollowTheSignal() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte-ca")
         let reach = try await Spawned.start(
-            [TestPaths.reach, "signal", "--interval", "0.3", "--count", "8", "--no-wifi", "--no-proxy", "--modem", "\(sim.link):qmi"],
+            [TestPaths.reach, "signal", "--interval", "0.3", "--count", "8", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):qmi"],
             stdout: .capture, stderr: .capture)
         #expect(try await TestSupport.eventually(timeout: 15) { reach.stdout?.text.contains("rsrp -92") == true })
         try await sim.control(#"{"set":{"signal":{"rssi_dbm":-80,"rsrp_dbm":-118,"rsrq_db":-16,"sinr_db":-2}}}"#)

@@ -117,7 +117,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     @Test(arguments: ["qmi", "mbim"])
     func identifiersOnlyWhenAsked(proto: String) async throws {
         let sim = try await ModemSimulator.start(json: ScenarioFile.registered(proto, rats: ["lte"], signal: #""rssi_dbm": -70"#))
-        let plain = try await runReach(["status", "--json", "--no-wifi", "--modem", "\(sim.link):\(proto)"]).stdout
+        let plain = try await runReach(["status", "--json", "--no-wifi", "--modem-access", "direct", "--modem", "\(sim.link):\(proto)"]).stdout
         for id in ["356938035643809", "262011234567890", "89490200001234567890", "4915112345678", "identifiers"] {
             #expect(!plain.contains(id), "\(id) printed without --show-identifiers")
         }
@@ -129,23 +129,25 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
         #expect(ids["msisdn"] as? String == "+4915112345678")
     }
 
-    /// A QMI read allocates NAS, DMS and UIM client ids and releases every one of them before closing.
+    /// A QMI read allocates NAS, DMS and UIM client ids and two WDS observers (IPv4, IPv6), and releases every one
+    /// of them before closing.
     @Test func clientIDsAreReleased() async throws {
         let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions())
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(access: .direct))
         #expect(states.first?.error == nil)
         try await Task.sleep(for: .milliseconds(100))
         let log = sim.log
         let allocated = log.components(separatedBy: "ctl:allocate_cid response").count - 1
         let released = log.components(separatedBy: "ctl:release_cid response").count - 1
-        #expect(allocated == 3)
+        #expect(allocated == 5)
         #expect(released == allocated)
+        #expect(log.components(separatedBy: "wds:set_ip_family response").count - 1 == 2)
     }
 
     /// MBIM: the session is closed with CLOSE_MSG.
     @Test func mbimSessionIsClosed() async throws {
         let sim = try await ModemSimulator.start(json: ScenarioFile.registered("mbim", rats: ["lte"], signal: #""rssi_dbm": -70"#))
-        _ = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .mbim)], options: ModemReadOptions())
+        _ = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .mbim)], options: ModemReadOptions(access: .direct))
         try await Task.sleep(for: .milliseconds(100))
         #expect(sim.log.contains("MBIM closeDone"))
     }
@@ -181,7 +183,7 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
     /// libqmi test_message_parse_complete: Get Signal Strength -101 dBm on UMTS, EC/IO -8.5 dB.
     @Test func signalStrengthMinus101() async throws {
         let sim = try await ModemSimulator.start(replay: TestPaths.captures + "/qmi-nas-get-signal-strength-umts-101.json")
-        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(requestTimeout: .seconds(2)))
+        let (_, states) = await ModemReader.read([ModemPortSpec(path: sim.link, protocol: .qmi)], options: ModemReadOptions(requestTimeout: .seconds(2), access: .direct))
         let state = try #require(states.first)
         #expect(state.signal.rssi == -101)
         #expect(state.signal.ecio == -8.5)

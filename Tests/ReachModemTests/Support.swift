@@ -11,7 +11,8 @@ func runReach(_ arguments: [String]) async throws -> RunResult {
 
 /// `reach status --json` parsed.
 func reachStatusJSON(_ arguments: [String]) async throws -> [String: Any] {
-    let r = try await runReach(["status", "--json", "--no-wifi"] + arguments)
+    // Directly: these tests run in the runner's own network namespace, where a proxy's socket name is global.
+    let r = try await runReach(["status", "--json", "--no-wifi", "--modem-access", "direct"] + arguments)
     guard let object = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
         throw TestFailure("reach status printed no JSON (exit \(r.status)): \(r.stdout) \(r.stderr)")
     }

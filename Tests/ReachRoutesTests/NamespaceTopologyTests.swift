@@ -308,6 +308,8 @@ final class EthernetTopology {
         ["status", "--json", "--json"], ["status", "--address"], ["status", "stray"], ["--jsn"],
         ["watch", "--hold-down", "-1"], ["watch", "--hold-down", "x"], ["diag", "--bundle", "/tmp/"],
         ["agent", "--config"], ["agent", "--verbose"], ["staus"],
+        ["status", "--modem-access", "shared"], ["status", "--modem-access"], ["diag", "--modem-access", "PROXY"],
+        ["status", "--no-modems", "--modem-access", "direct"],
     ])
     func badUsageExits64(args: [String]) async throws {
         let r = try await TestSupport.run([TestPaths.reach] + args, timeout: 10)

@@ -40,6 +40,7 @@ public final class Namespace: @unchecked Sendable {
         }
         guard let helpers else { return }
         for h in helpers { h.stop(grace: 0) }
+        _ = endProxies()
         endPrograms()
         _ = try? Self.shell(["ip", "netns", "delete", name], timeout: 10)
         try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
@@ -96,6 +97,38 @@ public final class Namespace: @unchecked Sendable {
         guard (try? Self.line(p, timeout: 10)) == "attached" else {
             throw TestFailure("could not attach to tun \(dev) in \(name): \(p.errorText)")
         }
+    }
+
+    /// The processes running in the namespace (`ip netns pids`) whose command (/proc/PID/comm) is one of `commands`.
+    public func processes(named commands: Set<String>) -> [pid_t] {
+        let pids = (try? Self.shell(["ip", "netns", "pids", name]))?.split(whereSeparator: \.isWhitespace)
+            .compactMap { pid_t($0) } ?? []
+        return pids.filter { pid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            return comm.map(commands.contains) ?? false
+        }
+    }
+
+    /// Ends the qmi-proxy / mbim-proxy processes a test's clients started in this namespace (libqmi and libmbim start
+    /// them on demand and they outlive their clients), by pid: SIGTERM, then SIGKILL after `grace` seconds. Returns
+    /// the pids it ended. Their abstract sockets are per namespace, so only this namespace's proxies are touched.
+    @discardableResult
+    public func endProxies(grace: Double = 3) -> [pid_t] {
+        let pids = processes(named: ["qmi-proxy", "mbim-proxy"])
+        for pid in pids { kill(pid, SIGTERM) }
+        let deadline = Date().addingTimeInterval(grace)
+        while Date() < deadline, pids.contains(where: { Self.alive($0) }) { usleep(20_000) }
+        for pid in pids where Self.alive(pid) { kill(pid, SIGKILL) }
+        return pids
+    }
+
+    /// Alive and not a zombie (a proxy whose parent exited is reparented, and a zombie counts as ended).
+    static func alive(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return false }
+        return stat[stat.index(close, offsetBy: 2)...].first != "Z"
     }
 
     /// Moves one end of a new veth pair into `peer` (another namespace).

@@ -22,6 +22,8 @@ static inline QmiClientNas *CGLibShims_QMI_CLIENT_NAS(gpointer p) { return QMI_C
 static inline QmiClientDms *CGLibShims_QMI_CLIENT_DMS(gpointer p) { return QMI_CLIENT_DMS(p); }
 /// `QMI_CLIENT_UIM (p)`.
 static inline QmiClientUim *CGLibShims_QMI_CLIENT_UIM(gpointer p) { return QMI_CLIENT_UIM(p); }
+/// `QMI_CLIENT_WDS (p)`.
+static inline QmiClientWds *CGLibShims_QMI_CLIENT_WDS(gpointer p) { return QMI_CLIENT_WDS(p); }
 /// `QMI_DEVICE (p)`.
 static inline QmiDevice *CGLibShims_QMI_DEVICE(gpointer p) { return QMI_DEVICE(p); }
 /// `MBIM_DEVICE (p)`.
@@ -55,6 +57,11 @@ gulong CGLibShims_qmi_nas_connect_signal_info(
 /// `g_signal_connect (client, "event-report", handler, user_data)`: NAS Event Report indication (0x0002).
 gulong CGLibShims_qmi_nas_connect_event_report(
     QmiClientNas *client, void (*handler)(QmiClientNas *, QmiIndicationNasEventReportOutput *, gpointer),
+    gpointer user_data);
+/// `g_signal_connect (client, "packet-service-status", handler, user_data)`: WDS Packet Service Status indication
+/// (0x0022).
+gulong CGLibShims_qmi_wds_connect_packet_service_status(
+    QmiClientWds *client, void (*handler)(QmiClientWds *, QmiIndicationWdsPacketServiceStatusOutput *, gpointer),
     gpointer user_data);
 /// `g_signal_connect (device, MBIM_DEVICE_SIGNAL_INDICATE_STATUS, handler, user_data)`.
 gulong CGLibShims_mbim_device_connect_indicate_status(MbimDevice *device,

@@ -24,9 +24,11 @@ extension Reach {
                 OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config); '-' or /dev/stdout streams it to standard output (the checks then go to standard error)."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
+                ModemAccessOption.spec,
             ])
 
         var json: Bool
+        var modemAccess: ModemAccess?
         var bundle: String?
         var showIdentifiers: Bool
         var config: String?
@@ -35,13 +37,15 @@ extension Reach {
             json = p.flag("json")
             showIdentifiers = p.flag("show-identifiers")
             config = try configOption(p)
+            modemAccess = try ModemAccessOption.parse(p)
             if let b = p.value("bundle") {
                 bundle = b == "-" || SafeWrite.ownDescriptor(b) != nil ? b : try outputPath(b, option: "bundle")
             }
         }
 
         func run() async -> Int32 {
-            guard let cfg = loadConfig(config) else { return ExitStatus.config }
+            guard var cfg = loadConfig(config) else { return ExitStatus.config }
+            if let modemAccess { cfg.modems.access = modemAccess }
             let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg))
             // The bundle on standard output: the checks go to standard error, so the archive stays whole.
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false

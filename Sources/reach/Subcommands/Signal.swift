@@ -34,7 +34,7 @@ extension Reach {
                 OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
                 OptionSpec("no-modems", help: "Do not ask any modem."),
                 OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
-                OptionSpec("no-proxy", help: "Open modem ports directly instead of through qmi-proxy/mbim-proxy."),
+                ModemAccessOption.spec,
                 OptionSpec("wifi", .value("IFACE"), help: "Show only this WiFi interface."),
                 OptionSpec("no-wifi", help: "Do not show WiFi."),
                 OptionSpec("show-identifiers", help: "With --json: show IMEI, IMSI, ICCID, phone numbers, TAC/LAC and cell ids."),
@@ -48,7 +48,7 @@ extension Reach {
         var modems: [ModemPortSpec]?
         var noModems: Bool
         var modemTimeout: Double?
-        var noProxy: Bool
+        var modemAccess: ModemAccess?
         var wifi: String?
         var noWiFi: Bool
         var showIdentifiers: Bool
@@ -70,7 +70,7 @@ extension Reach {
             if json && plain { throw UsageError("--json and --plain are mutually exclusive") }
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
-            noProxy = p.flag("no-proxy")
+            modemAccess = try ModemAccessOption.parse(p)
             wifi = p.value("wifi")
             showIdentifiers = p.flag("show-identifiers")
             config = p.value("config")
@@ -90,7 +90,9 @@ extension Reach {
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
             let logger = live ? Logger(label: "reach", factory: { _ in SwiftLogNoOpLogHandler() }) : bootstrapLogging(.error)
             let period = Duration.seconds(interval)
-            var read = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds), viaProxy: !noProxy)
+            var read = ModemReadOptions(
+                requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
+                access: modemAccess ?? cfg.modems.access)
             read.logger = logger
             read.worker = Reach.modemWorker(cfg)
             read.signalPolicy = cfg.signalPolicy

@@ -41,6 +41,21 @@ struct TargetOptions: Sendable {
     }
 }
 
+/// --modem-access, shared by `status` and `diag`: how modem ports are opened (overrides `modems.access`).
+enum ModemAccessOption {
+    static let spec = OptionSpec(
+        "modem-access", .value("auto|proxy|direct"),
+        help: "Open modems through qmi-proxy/mbim-proxy as ModemManager does (auto, the default: directly only when no proxy can be started; proxy: always) or exclusively (direct).")
+
+    static func parse(_ p: ParsedArguments) throws(UsageError) -> ModemAccess? {
+        guard let text = p.value("modem-access") else { return nil }
+        guard let access = ModemAccess(rawValue: text) else {
+            throw UsageError("--modem-access must be auto, proxy or direct, got '\(text)'")
+        }
+        return access
+    }
+}
+
 extension Reach {
     struct Status: Subcommand {
         static let spec = CommandSpec(
@@ -58,6 +73,7 @@ extension Reach {
                 OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
                 OptionSpec("no-modems", help: "Do not ask any modem."),
                 OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
+                ModemAccessOption.spec,
                 OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
                 OptionSpec("no-wifi", help: "Do not read WiFi state."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default)."),
@@ -69,6 +85,7 @@ extension Reach {
         var modems: [ModemPortSpec]?
         var noModems: Bool
         var modemTimeout: Double?
+        var modemAccess: ModemAccess?
         var wifi: String?
         var noWiFi: Bool
         var showIdentifiers: Bool
@@ -87,6 +104,8 @@ extension Reach {
             modemTimeout = p.value("modem-timeout") == nil
                 ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
             modems = p.values("modem").isEmpty ? nil : try p.values("modem").map(Self.modemSpec)
+            modemAccess = try ModemAccessOption.parse(p)
+            if noModems && modemAccess != nil { throw UsageError("--modem-access and --no-modems are mutually exclusive") }
         }
 
         /// `PATH[:qmi|:mbim]` → a port spec.
@@ -110,7 +129,9 @@ extension Reach {
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let configured = cfg.modems.ports
-            var modemOptions = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds))
+            var modemOptions = ModemReadOptions(
+                requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
+                access: modemAccess ?? cfg.modems.access)
             modemOptions.worker = Reach.modemWorker(cfg)
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,

@@ -1,0 +1,135 @@
+// The merge rule: whether a route whose egress is a modem's network interface carries packets, from what the modem
+// says. Pure; `Snapshot.derive()` calls it for the route it reports.
+//
+// Why the route alone is not enough: qmi_wwan (usbnet without a link-state interrupt) and mhi_net keep carrier on
+// whatever the data session does, and with a static setup (or a hung connection manager) the address and the route
+// stay after the network dropped the PDN, deregistered or rejected the modem. Android drops a cellular network
+// when its data call ends (ConnectivityService, the RIL data call list): that is the bar here.
+//
+// Why the modem alone is not enough either: calling a working uplink dead makes failover scripts tear down the only
+// link there is. So only a definite answer blocks a route: not registered (searching, idle, denied, limited
+// service), PS-detached, or every observer of the link's data channel reading disconnected. A locked SIM keeps
+// intervention_required (`ReachabilityFlags.derive`). Anything unknown (an error, a timeout, a port gone, an
+// unbindable channel) leaves the route's answer standing and says the check failed.
+
+/// The modem check of a route over a modem's network interface (`modem_check` in the JSON).
+public struct ModemCheck: Sendable, Equatable {
+    public enum Result: String, Sendable, Equatable {
+        /// The modem says packets can flow: registered, attached, and the link's data session connected (or the
+        /// modem has no data service to ask).
+        case ok
+        /// The modem says they cannot: the route is connection_required, not reachable.
+        case blocked
+        /// The modem could not say: the route's own answer stands.
+        case unknown
+    }
+
+    /// The route's egress interface.
+    public var interface: String
+    /// The modem's control port; nil when no modem is known to carry the interface.
+    public var device: String?
+    public var result: Result
+    /// For `blocked`, what people can act on ("wwan0: the modem has no data session"); for `unknown`, what could not
+    /// be read. Nil when ok.
+    public var reason: String?
+
+    public init(interface: String, device: String?, result: Result, reason: String? = nil) {
+        self.interface = interface
+        self.device = device
+        self.result = result
+        self.reason = reason
+    }
+}
+
+public enum WWANPath {
+    /// The modem whose data an interface carries: the modem's own netdev (sysfs: the same USB interface or wwan
+    /// device; or `modems.ports[].interface`), or a link of one of its data channels (qmimux, rmnet, a session
+    /// VLAN). The first such modem.
+    public static func modem(carrying interface: String, in modems: [ModemState]) -> ModemState? {
+        modems.first { m in m.interface == interface || m.dataChannels.contains { c in c.interface == interface } }
+    }
+
+    /// The data channel that carries `interface`: the one named for it, else (for the modem's own netdev) the one
+    /// without a link name of its own.
+    public static func channel(for interface: String, of modem: ModemState) -> DataChannel? {
+        if let c = modem.dataChannels.first(where: { $0.interface == interface }) { return c }
+        guard modem.interface == interface else { return nil }
+        return modem.dataChannels.first { $0.interface == nil }
+    }
+
+    /// The check of a route over `interface`, which `modem` carries.
+    public static func check(interface: String, modem m: ModemState) -> ModemCheck {
+        func blocked(_ why: String) -> ModemCheck {
+            ModemCheck(interface: interface, device: m.device, result: .blocked, reason: "\(interface): \(why)")
+        }
+        func unknown(_ why: String) -> ModemCheck {
+            ModemCheck(interface: interface, device: m.device, result: .unknown, reason: "\(interface): \(why)")
+        }
+        if !m.present { return unknown("modem check failed: \(m.device) is gone") }
+        if m.sim.needsIntervention { return blocked("the SIM needs its \(m.sim == .pukRequired ? "PUK" : "PIN")") }
+        if let e = m.error { return unknown("modem check failed: \(e)") }
+        switch m.registration {
+        case .home, .roaming: break
+        case .denied:
+            let cause = m.rejectCause.map { " (cause \($0)" + (RejectCause.words($0).map { ": \($0)" } ?? "") + ")" } ?? ""
+            return blocked("registration denied\(cause)")
+        case .searching: return blocked("the modem is searching for a network")
+        case .idle: return blocked("the modem is not registered and not searching (radio off or power save)")
+        case .emergencyOnly: return blocked("limited service (emergency calls only)")
+        case .unknown: return unknown("registration unknown")
+        }
+        if m.packetService == .detached { return blocked("the modem is not attached for packet data") }
+        guard !m.dataChannels.isEmpty else {
+            return ModemCheck(interface: interface, device: m.device, result: .ok)
+        }
+        guard let c = channel(for: interface, of: m) else {
+            return unknown("no observer of this interface's data channel")
+        }
+        switch c.state {
+        case .connected: return ModemCheck(interface: interface, device: m.device, result: .ok)
+        case .disconnected: return blocked("the modem has no data session")
+        case .disconnecting: return blocked("the data session is being torn down")
+        case .connecting: return unknown("the data session is connecting")
+        case .unknown: return unknown("data session unknown (\(c.unknownDetail ?? "no usable answer"))")
+        }
+    }
+
+    /// The check of a route, when its egress interface is a modem's; for a WWAN-kind interface no modem is known to
+    /// carry, an `unknown` check that says so (when the modems were asked at all). Nil otherwise.
+    public static func check(route: RouteLookup?, modems: [ModemState], modemsAsked: Bool) -> ModemCheck? {
+        guard let r = route, r.type == .unicast, let link = r.link else { return nil }
+        if let m = modem(carrying: link.name, in: modems) { return check(interface: link.name, modem: m) }
+        guard link.kind == .wwan, modemsAsked else { return nil }
+        return ModemCheck(
+            interface: link.name, device: nil, result: .unknown,
+            reason: "\(link.name): no modem is known to carry it (name it in modems.ports[].interface)")
+    }
+
+    /// The route's flags after the check: a blocked route needs a connection and is not reachable; an ok or unknown
+    /// check leaves the flags as the route made them.
+    public static func flags(_ flags: ReachabilityFlags, after check: ModemCheck?) -> ReachabilityFlags {
+        guard check?.result == .blocked, !flags.contains(.isLocalAddress) else { return flags }
+        var f = flags
+        f.remove(.reachable)
+        f.insert(.connectionRequired)
+        return f
+    }
+}
+
+/// 3GPP reject causes in words (TS 24.008 §10.5.3.6 / annex G for GSM/UMTS, TS 24.301 §9.9.3.9 for EPS, TS 24.501
+/// §9.11.3.2 for 5GS share the numbers below), for the causes a gateway's installer meets.
+public enum RejectCause {
+    static let table: [Int: String] = [
+        2: "IMSI unknown in HLR/HSS", 3: "illegal MS/UE", 5: "IMEI not accepted", 6: "illegal ME",
+        7: "EPS/GPRS services not allowed", 8: "EPS/GPRS and non-EPS/GPRS services not allowed",
+        9: "MS/UE identity cannot be derived by the network", 10: "implicitly detached",
+        11: "PLMN not allowed", 12: "location/tracking area not allowed",
+        13: "roaming not allowed in this location/tracking area", 14: "EPS/GPRS services not allowed in this PLMN",
+        15: "no suitable cells in location/tracking area", 17: "network failure", 22: "congestion",
+        25: "not authorized for this CSG", 27: "N1 mode not allowed",
+        111: "protocol error, unspecified",
+    ]
+
+    /// The cause in words, when known.
+    public static func words(_ cause: Int) -> String? { table[cause] }
+}
