@@ -157,6 +157,9 @@ public struct Snapshot: Sendable, Equatable {
     /// How the modems' bars are computed: the one policy the configuration chose, carried with the snapshot to
     /// every place that shows bars (JSON, text, change detection, diag, Prometheus).
     public var signalPolicy: SignalPolicy
+    /// What the kernel said about the links below the route's (and any link the route part followed): a merge can
+    /// walk a chain again from it (`Underlay.resolve(index:destination:config:source:)`). Not part of the JSON.
+    public var underlayFacts: UnderlayFacts?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -182,12 +185,12 @@ public struct Snapshot: Sendable, Equatable {
 
     /// Fills flags, status, medium and WWAN status from the route, the modems and the target.
     ///
-    /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface),
-    /// else of the first registered modem. A locked SIM on that modem, or, with no route at all, on any modem,
-    /// sets intervention_required.
+    /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface, or
+    /// a link of the route's underlay: the modem truth applies through a CLAT or a tunnel), else of the first
+    /// registered modem. A locked SIM on that modem, or, with no route at all, on any modem, sets
+    /// intervention_required.
     public mutating func derive() {
-        let egress = route?.link?.name
-        let carrier = wwan.first(where: { $0.interface != nil && $0.interface == egress })
+        let carrier = route.flatMap { Self.modem(carrying: $0, in: wwan) }
         let locked = carrier.map { $0.sim.needsIntervention } ?? (route == nil && wwan.contains { $0.sim.needsIntervention })
         flags = ReachabilityFlags.derive(from: route, interventionRequired: locked)
         if error != nil && route == nil {
@@ -199,6 +202,15 @@ public struct Snapshot: Sendable, Equatable {
         }
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+    }
+
+    /// The modem whose netdev carries `route`: the lowest link of its chain that a modem names (the bottom of a
+    /// CLAT or a tunnel, else the route's own link).
+    public static func modem(carrying route: RouteLookup, in modems: [ModemState]) -> ModemState? {
+        for link in route.linksFromBottom {
+            if let m = modems.first(where: { $0.interface != nil && $0.interface == link.name }) { return m }
+        }
+        return nil
     }
 }
 
@@ -244,7 +256,7 @@ extension RouteLookup {
             ("family", .string(family.rawValue)),
             ("type", .string(typeName)),
             ("carrier", .optional(link?.carrier)),
-        ])
+        ] + underlayJSON)
     }
 
     public var typeName: String {
