@@ -23,12 +23,14 @@ public struct StatusRequest: Sendable {
     public var interfaceOverrides: [String: InterfaceKind]
     /// How the modems' bars are computed (the configuration's `signal`).
     public var signalPolicy: SignalPolicy
+    /// `interface_underlays` and `clat.plat_prefix`: how the route's underlay is followed.
+    public var underlays: UnderlayConfig
 
     public init(
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
         resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
-        signalPolicy: SignalPolicy = .android
+        signalPolicy: SignalPolicy = .android, underlays: UnderlayConfig = .standard
     ) {
         self.target = target
         self.modems = modems
@@ -39,6 +41,7 @@ public struct StatusRequest: Sendable {
         self.resolveTimeout = resolveTimeout
         self.interfaceOverrides = interfaceOverrides
         self.signalPolicy = signalPolicy
+        self.underlays = underlays
     }
 }
 
@@ -61,7 +64,8 @@ public enum GatewayReach {
             resolved = await HostResolver.resolve(name, timeout: request.resolveTimeout)
         }
         let routePart = RouteView.compute(
-            target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides)
+            target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides,
+            underlays: request.underlays)
 
         var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
         routePart.apply(to: &snapshot)
@@ -82,6 +86,8 @@ public struct RouteView: Sendable, Equatable {
     public var supportsIPv4: Bool?
     public var supportsIPv6: Bool?
     public var error: String?
+    /// What the kernel said about the links below the routes (their chains are on the routes themselves).
+    public var underlayFacts: UnderlayFacts?
 
     public init() {}
 
@@ -92,19 +98,29 @@ public struct RouteView: Sendable, Equatable {
         s.supportsIPv4 = supportsIPv4
         s.supportsIPv6 = supportsIPv6
         s.error = error
+        s.underlayFacts = underlayFacts
     }
 
-    /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet".
+    /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet". Every
+    /// route found carries its underlay chain (`RouteLookup.underlay`), followed with `underlays`.
     public static func compute(
-        target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:]
+        target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:],
+        underlays: UnderlayConfig = .standard
     ) -> RouteView {
         var view = RouteView()
         do {
             let resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
+            let walk = KernelUnderlaySource(resolver: resolver, config: underlays)
+            defer { view.underlayFacts = walk.facts }
+            func chained(_ route: RouteLookup?, _ destination: UnderlayDestination) -> RouteLookup? {
+                guard var r = route else { return nil }
+                walk.attach(to: &r, destination: destination)
+                return r
+            }
             switch target {
             case .defaultRoute:
-                let v4 = try resolver.defaultRoute(.ipv4)
-                let v6 = try resolver.defaultRoute(.ipv6)
+                let v4 = chained(try resolver.defaultRoute(.ipv4), .defaultRoute(.ipv4))
+                let v6 = chained(try resolver.defaultRoute(.ipv6), .defaultRoute(.ipv6))
                 let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
                 view.supportsIPv4 = usable(v4)
                 view.supportsIPv6 = usable(v6)
@@ -114,9 +130,9 @@ public struct RouteView: Sendable, Equatable {
                     view.error = "'\(text)' is not an IPv4 or IPv6 address"
                     return view
                 }
-                view.route = try resolver.lookup(address)
+                view.route = chained(try resolver.lookup(address), .address(address))
             case .linkLocal:
-                view.route = try resolver.lookup(.ipv4LinkLocalNetwork)
+                view.route = chained(try resolver.lookup(.ipv4LinkLocalNetwork), .address(.ipv4LinkLocalNetwork))
             case .host:
                 switch resolved {
                 case nil:
@@ -126,7 +142,7 @@ public struct RouteView: Sendable, Equatable {
                 case let .success(addresses):
                     view.resolvedAddresses = addresses.map(\.description)
                     var routes: [RouteLookup] = []
-                    for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
+                    for a in addresses { if let r = chained(try resolver.lookup(a), .address(a)) { routes.append(r) } }
                     view.route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
                 }
             }

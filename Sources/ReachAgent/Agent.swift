@@ -49,7 +49,7 @@ public struct AgentAssembly {
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         reloadOnSIGHUP: Bool, logger: Logger
     ) {
-        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds)
+        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, underlays: config.underlayConfig)
         var modemSources: [any ModemSource] = []
         if config.modems.enabled {
             if let modems {

@@ -55,7 +55,7 @@ public enum Diagnostics {
             readWiFi: config.wifi.enabled,
             modemOptions: ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds)),
             interfaceOverrides: config.interfaceKinds,
-            signalPolicy: config.signalPolicy)
+            signalPolicy: config.signalPolicy, underlays: config.underlayConfig)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let snapshot = await GatewayReach.status(request)

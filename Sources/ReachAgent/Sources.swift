@@ -35,10 +35,15 @@ public protocol WiFiSource: Sendable {
 public struct KernelRouteSource: RouteSource {
     public var interfaceOverrides: [String: InterfaceKind]
     public var resolveTimeout: Duration
+    /// How each route's underlay is followed (`interface_underlays`, `clat.plat_prefix`).
+    public var underlays: UnderlayConfig
 
-    public init(interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3)) {
+    public init(
+        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), underlays: UnderlayConfig = .standard
+    ) {
         self.interfaceOverrides = interfaceOverrides
         self.resolveTimeout = resolveTimeout
+        self.underlays = underlays
     }
 
     public func events() throws -> AsyncStream<RouteEvent> {
@@ -59,7 +64,7 @@ public struct KernelRouteSource: RouteSource {
     }
 
     public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides)
+        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, underlays: underlays)
     }
 
     public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> {

@@ -120,7 +120,7 @@ extension Reach {
                 modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
-                signalPolicy: cfg.signalPolicy)
+                signalPolicy: cfg.signalPolicy, underlays: cfg.underlayConfig)
             let snapshot = await GatewayReach.status(request)
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
