@@ -23,6 +23,8 @@ public struct StatusRequest: Sendable {
     public var interfaceOverrides: [String: InterfaceKind]
     /// How the modems' bars are computed (the configuration's `signal`).
     public var signalPolicy: SignalPolicy
+    /// Configured uplinks: listed even without a default route, in this order after the primary.
+    public var uplinks: [UplinkSpec]
     /// `interface_underlays` and `clat.plat_prefix`: how the route's underlay is followed.
     public var underlays: UnderlayConfig
 
@@ -30,7 +32,7 @@ public struct StatusRequest: Sendable {
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
         resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
-        signalPolicy: SignalPolicy = .android, underlays: UnderlayConfig = .standard
+        signalPolicy: SignalPolicy = .android, uplinks: [UplinkSpec] = [], underlays: UnderlayConfig = .standard
     ) {
         self.target = target
         self.modems = modems
@@ -41,6 +43,7 @@ public struct StatusRequest: Sendable {
         self.resolveTimeout = resolveTimeout
         self.interfaceOverrides = interfaceOverrides
         self.signalPolicy = signalPolicy
+        self.uplinks = uplinks
         self.underlays = underlays
     }
 }
@@ -48,11 +51,12 @@ public struct StatusRequest: Sendable {
 public enum GatewayReach {
     /// One complete answer: route, modems and WiFi asked concurrently, merged and derived. Never throws; what could
     /// not be read is said in the snapshot (`error`, `sources`, a modem's `error`). Bounded in time by the modem
-    /// request timeout and the resolve timeout.
+    /// request timeout and the resolve timeout. Modems are read in worker processes when
+    /// `request.modemOptions.worker` is set (`IsolatedModemReader`), else in this process.
     public static func status(_ request: StatusRequest) async -> Snapshot {
         async let modems: (SourceHealth, [ModemState]) =
             request.readModems
-            ? ModemReader.read(request.modems, options: request.modemOptions)
+            ? IsolatedModemReader.read(request.modems, options: request.modemOptions)
             : (SourceHealth(available: false, reason: "not asked"), [])
         async let wifi: (SourceHealth, [WiFiLink]) =
             request.readWiFi
@@ -65,7 +69,7 @@ public enum GatewayReach {
         }
         let routePart = RouteView.compute(
             target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides,
-            underlays: request.underlays)
+            uplinks: request.uplinks, underlays: request.underlays)
 
         var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
         routePart.apply(to: &snapshot)
@@ -77,10 +81,15 @@ public enum GatewayReach {
     }
 }
 
-/// The route part of a snapshot: which way the target goes, per-family support for the default target, and why
-/// it could not be determined.
+/// The route part of a snapshot: which way the target goes, per-family support for the default target, the uplinks'
+/// routes, and why it could not be determined.
 public struct RouteView: Sendable, Equatable {
     public var route: RouteLookup?
+    /// Every interface holding a default route (and the configured uplinks), not yet derived: `Snapshot.derive`
+    /// answers each with the modems and WiFi.
+    public var uplinks: [Uplink] = []
+    /// Why the uplinks could not be read (the main answer may still stand).
+    public var uplinksError: String?
     public var resolvedAddresses: [String] = []
     public var resolutionError: String?
     public var supportsIPv4: Bool?
@@ -98,58 +107,96 @@ public struct RouteView: Sendable, Equatable {
         s.supportsIPv4 = supportsIPv4
         s.supportsIPv6 = supportsIPv6
         s.error = error
+        s.uplinks = uplinks
+        s.uplinksError = uplinksError
         s.underlayFacts = underlayFacts
     }
 
     /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet". Every
-    /// route found carries its underlay chain (`RouteLookup.underlay`), followed with `underlays`.
+    /// route found, the uplinks' included, carries its underlay chain (`RouteLookup.underlay`), followed with
+    /// `underlays`.
+    /// - Parameter uplinks: the configured uplinks (listed even without a route); every interface holding a default
+    ///   route is an uplink either way.
     public static func compute(
         target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:],
-        underlays: UnderlayConfig = .standard
+        uplinks: [UplinkSpec] = [], underlays: UnderlayConfig = .standard
     ) -> RouteView {
         var view = RouteView()
+        let resolver: RouteResolver
         do {
-            let resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
-            let walk = KernelUnderlaySource(resolver: resolver, config: underlays)
-            defer { view.underlayFacts = walk.facts }
-            func chained(_ route: RouteLookup?, _ destination: UnderlayDestination) -> RouteLookup? {
-                guard var r = route else { return nil }
-                walk.attach(to: &r, destination: destination)
-                return r
-            }
-            switch target {
-            case .defaultRoute:
-                let v4 = chained(try resolver.defaultRoute(.ipv4), .defaultRoute(.ipv4))
-                let v6 = chained(try resolver.defaultRoute(.ipv6), .defaultRoute(.ipv6))
-                let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
-                view.supportsIPv4 = usable(v4)
-                view.supportsIPv6 = usable(v6)
-                view.route = [v4, v6].first(where: usable) ?? v4 ?? v6
-            case let .address(text):
-                guard let address = IPAddress(text) else {
-                    view.error = "'\(text)' is not an IPv4 or IPv6 address"
-                    return view
-                }
-                view.route = chained(try resolver.lookup(address), .address(address))
-            case .linkLocal:
-                view.route = chained(try resolver.lookup(.ipv4LinkLocalNetwork), .address(.ipv4LinkLocalNetwork))
-            case .host:
-                switch resolved {
-                case nil:
-                    view.error = "host name not resolved"
-                case let .failure(e):
-                    view.resolutionError = e.message
-                case let .success(addresses):
-                    view.resolvedAddresses = addresses.map(\.description)
-                    var routes: [RouteLookup] = []
-                    for a in addresses { if let r = chained(try resolver.lookup(a), .address(a)) { routes.append(r) } }
-                    view.route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
-                }
-            }
+            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
+        } catch {
+            view.error = error.description
+            return view
+        }
+        let walk = KernelUnderlaySource(resolver: resolver, config: underlays)
+        do {
+            try view.answer(target, resolved: resolved, resolver, walk)
         } catch {
             view.error = error.description
         }
+        // The uplinks are the same for every target; the primary is the one the default route leaves by (the link it
+        // rides on: a tunnel is not an uplink of its own).
+        do {
+            let primary =
+                target == .defaultRoute
+                ? view.route?.physicalLink?.name : try defaultRoute(resolver, walk).route?.physicalLink?.name
+            view.uplinks = try resolver.uplinks(specs: uplinks, primaryInterface: primary, underlay: walk)
+        } catch {
+            view.uplinksError = error.description
+        }
+        view.underlayFacts = walk.facts
         return view
+    }
+
+    /// The default target's route: the IPv4 default when it is usable, else the IPv6 one, else whichever exists; each
+    /// with its underlay, which decides whether it is usable too.
+    static func defaultRoute(
+        _ resolver: RouteResolver, _ walk: KernelUnderlaySource
+    ) throws(NetlinkError) -> (route: RouteLookup?, v4: Bool, v6: Bool) {
+        let v4 = chained(try resolver.defaultRoute(.ipv4), .defaultRoute(.ipv4), walk)
+        let v6 = chained(try resolver.defaultRoute(.ipv6), .defaultRoute(.ipv6), walk)
+        let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
+        return ([v4, v6].first(where: usable) ?? v4 ?? v6, usable(v4), usable(v6))
+    }
+
+    /// The route with its underlay chain attached.
+    static func chained(_ route: RouteLookup?, _ destination: UnderlayDestination, _ walk: KernelUnderlaySource)
+        -> RouteLookup?
+    {
+        guard var r = route else { return nil }
+        walk.attach(to: &r, destination: destination)
+        return r
+    }
+
+    private mutating func answer(
+        _ target: Target, resolved: Result<[IPAddress], ResolutionError>?, _ resolver: RouteResolver,
+        _ walk: KernelUnderlaySource
+    ) throws(NetlinkError) {
+        switch target {
+        case .defaultRoute:
+            (route, supportsIPv4, supportsIPv6) = try Self.defaultRoute(resolver, walk)
+        case let .address(text):
+            guard let address = IPAddress(text) else {
+                error = "'\(text)' is not an IPv4 or IPv6 address"
+                return
+            }
+            route = Self.chained(try resolver.lookup(address), .address(address), walk)
+        case .linkLocal:
+            route = Self.chained(try resolver.lookup(.ipv4LinkLocalNetwork), .address(.ipv4LinkLocalNetwork), walk)
+        case .host:
+            switch resolved {
+            case nil:
+                error = "host name not resolved"
+            case let .failure(e):
+                resolutionError = e.message
+            case let .success(addresses):
+                resolvedAddresses = addresses.map(\.description)
+                var routes: [RouteLookup] = []
+                for a in addresses { if let r = Self.chained(try resolver.lookup(a), .address(a), walk) { routes.append(r) } }
+                route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
+            }
+        }
     }
 }
 

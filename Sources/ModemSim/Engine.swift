@@ -44,10 +44,13 @@ public struct ModemEngine: Sendable {
     public private(set) var requestCounts: [String: Int] = [:]
     public private(set) var indicationsSent = 0
     var started = false
+    /// Damages answers on purpose (`--garbage` / `--mutate`); nil for an honest modem.
+    var fuzzer: Fuzzer?
 
     /// A scenario, a capture, or both (the capture answers first, the scenario the rest).
-    public init(scenario: Scenario?, capture: Capture? = nil) {
+    public init(scenario: Scenario?, capture: Capture? = nil, fuzz: FuzzMode? = nil) {
         precondition(scenario != nil || capture != nil, "the engine needs a scenario or a capture")
+        self.fuzzer = fuzz.map(Fuzzer.init)
         let s = scenario ?? Scenario(modemProtocol: capture!.modemProtocol)
         self.scenario = s
         self.modemProtocol = s.modemProtocol
@@ -277,6 +280,13 @@ public struct ModemEngine: Sendable {
             device = .qmi(d)
             frames = replies.map { ($0.encoded(), $0.summary) }
         }
+        if var f = fuzzer {
+            switch f.mode {
+            case .garbage: frames = f.garbage(qmi: request, real: frames.map(\.bytes)).map { ($0, "fuzz: garbage") }
+            case .mutate: frames = frames.map { (f.mutate($0.bytes), "fuzz: mutated " + $0.note) }
+            }
+            fuzzer = f
+        }
         out += deliver(frames, actions: actions, now: now)
         return out
     }
@@ -316,6 +326,13 @@ public struct ModemEngine: Sendable {
             let replies = d.handle(m, state: state)
             device = .mbim(d)
             frames = replies.flatMap { r in r.encodedFragments(maxTransfer: d.maxTransfer).map { ($0, r.summary) } }
+        }
+        if var f = fuzzer {
+            switch f.mode {
+            case .garbage: frames = f.garbage(mbim: m, real: frames.map(\.bytes)).map { ($0, "fuzz: garbage") }
+            case .mutate: frames = frames.map { (f.mutate($0.bytes), "fuzz: mutated " + $0.note) }
+            }
+            fuzzer = f
         }
         out += deliver(frames, actions: actions, now: now)
         return out

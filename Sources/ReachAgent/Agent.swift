@@ -43,13 +43,17 @@ public struct AgentAssembly {
     /// - Parameters:
     ///   - log / prometheus: the report outputs (nil for `reach watch`).
     ///   - route / modems / wifi: the sources; nil picks the production one for the config.
+    ///   - modemWorker: run each production modem source's I/O in a worker process started this way (nil: in this
+    ///     process); see `ModemReadOptions.worker`.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        reloadOnSIGHUP: Bool, logger: Logger
+        modemWorker: ModemWorkerLaunch? = nil, reloadOnSIGHUP: Bool, logger: Logger
     ) {
-        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, underlays: config.underlayConfig)
+        let routeSource =
+            route
+            ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks, underlays: config.underlayConfig)
         var modemSources: [any ModemSource] = []
         if config.modems.enabled {
             if let modems {
@@ -58,6 +62,7 @@ public struct AgentAssembly {
                 var read = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
                 read.logger = logger
                 read.signalPolicy = config.signalPolicy
+                read.worker = modemWorker
                 let interval = Duration.seconds(config.modems.pollIntervalSeconds)
                 let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
                 // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are

@@ -100,6 +100,7 @@ public enum DiagChecks {
         checks += modems(f)
         checks += wifi(f, showIdentifiers: showIdentifiers)
         checks += route(f)
+        checks += uplinks(f)
         checks.append(dns(f))
         checks.append(probe(f))
         return checks
@@ -406,6 +407,51 @@ public enum DiagChecks {
         return out
     }
 
+    // MARK: Uplinks
+
+    /// One check per uplink, each answered as if it were the only way out: a dead backup is found before the
+    /// outage that needs it.
+    static func uplinks(_ f: DiagFacts) -> [DiagCheck] {
+        let s = f.snapshot
+        let carrying = s.uplinks.first(where: \.primary)?.interface
+        return s.uplinks.map { u in
+            let id = "uplink[\(u.interface)]"
+            let name = (u.role?.rawValue ?? (u.primary ? "primary" : "backup")) + " " + u.interface
+            let title = "Uplink \(u.interface)" + (u.primary ? " (carries the default route)" : "")
+            guard u.reachable else {
+                return DiagCheck(id, title, .fail, "\(name): \(u.reason ?? "not reachable")", hint: uplinkHint(u))
+            }
+            var detail = "\(name): reachable over \(u.medium.rawValue)"
+            if let r = u.route {
+                detail += r.gateway.map { " via \($0)" } ?? " (on-link)"
+                if let m = r.metric { detail += ", metric \(m)" }
+            }
+            if let tables = u.tablesText { detail += ", " + tables }
+            if u.role == .primary && !u.primary, let carrying {
+                return DiagCheck(
+                    id, title, .warn, detail + "; the default route uses \(carrying)",
+                    hint: "the configured primary is usable but not in use: compare the default routes' metrics "
+                        + "(`ip route show default`) or the mwan3 policy (`mwan3 status`)")
+            }
+            return DiagCheck(id, title, .ok, detail)
+        }
+    }
+
+    static func uplinkHint(_ u: Uplink) -> String {
+        guard let link = u.link else {
+            return "\(u.interface) does not exist: check its driver, or the name in the configuration's uplinks"
+        }
+        if !link.adminUp { return "`ip link set \(u.interface) up` (netifd: `ifup`)" }
+        if u.flags.contains(.interventionRequired) { return "unlock the SIM of the modem behind \(u.interface)" }
+        if !link.carrier { return "check the cable or the radio link of \(u.interface)" }
+        if u.routes.isEmpty {
+            return "\(u.interface) holds no default route: check its DHCP/PPP or the modem's data connection "
+                + "(with mwan3: `mwan3 status`)"
+        }
+        if link.kind == .wwan { return "check the modem's registration, the APN and the data connection" }
+        return "the route exists but is not usable"
+    }
+
     static func dns(_ f: DiagFacts) -> DiagCheck {
         let title = "DNS servers configured"
         if let e = f.dnsError, f.dnsServers.isEmpty {
@@ -428,7 +474,9 @@ public enum DiagChecks {
                          hint: "the route exists but the endpoint does not answer: a firewall, a captive portal or an outage upstream")
     }
 
-    static func fmt(_ d: Double) -> String { d.rounded() == d ? String(Int(d)) : String(d) }
+    /// A measure as text: whole numbers without ".0". Bounded before the conversion: a reading from a worker may be
+    /// any finite double, and Int(1e300) would trap.
+    static func fmt(_ d: Double) -> String { d.rounded() == d && abs(d) < 1e15 ? String(Int(d)) : String(d) }
 }
 
 /// Masking of identifiers for output that may leave the device.

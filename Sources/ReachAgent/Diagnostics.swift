@@ -45,7 +45,12 @@ public struct DiagReport: Sendable {
 }
 
 public enum Diagnostics {
-    public static func run(config: AgentConfig, showIdentifiers: Bool) async -> DiagReport {
+    /// `modemWorker`: read the modems in worker processes started this way (`ModemReadOptions.worker`).
+    public static func run(config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil) async
+        -> DiagReport
+    {
+        var modemOptions = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
+        modemOptions.worker = modemWorker
         let request = StatusRequest(
             target: .defaultRoute,
             modems: config.modems.ports.isEmpty
@@ -53,9 +58,9 @@ public enum Diagnostics {
             readModems: config.modems.enabled,
             wifiInterface: config.wifi.interfaces.count == 1 ? config.wifi.interfaces[0] : nil,
             readWiFi: config.wifi.enabled,
-            modemOptions: ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds)),
+            modemOptions: modemOptions,
             interfaceOverrides: config.interfaceKinds,
-            signalPolicy: config.signalPolicy, underlays: config.underlayConfig)
+            signalPolicy: config.signalPolicy, uplinks: config.uplinks, underlays: config.underlayConfig)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let snapshot = await GatewayReach.status(request)

@@ -134,6 +134,7 @@ public enum PrometheusText {
             for w in wifi {
                 if let s = w.barSignalDBm { sample("reach_wifi_signal_dbm", [("interface", w.interface)], Double(s)) }
             }
+            uplinks(first.snapshot.uplinks, view: view, family: family, sample: sample)
         }
 
         family("reach_report_lines_total", "counter", "Report lines written to the log.")
@@ -143,6 +144,26 @@ public enum PrometheusText {
         family("reach_report_errors_total", "counter", "Failed report log opens, writes and rotations.")
         sample("reach_report_errors_total", [], Double(input.log.errors))
         return out
+    }
+
+    /// The uplinks' gauges, by interface and kind.
+    static func uplinks(
+        _ uplinks: [Uplink], view: ReportedView?, family: (String, String, String) -> Void,
+        sample: (String, [(String, String)], Double) -> Void
+    ) {
+        func labels(_ u: Uplink) -> [(String, String)] { [("interface", u.interface), ("kind", u.kind?.rawValue ?? "")] }
+        family("reach_uplink_reachable", "gauge", "1 when the uplink could carry packets now, as if it were the only way out.")
+        for u in uplinks { sample("reach_uplink_reachable", labels(u), u.reachable ? 1 : 0) }
+        family("reach_uplink_primary", "gauge", "1 for the uplink the default route uses now.")
+        for u in uplinks { sample("reach_uplink_primary", labels(u), u.primary ? 1 : 0) }
+        family("reach_uplink_bars", "gauge", "Signal bars 0-4 of the uplink's modem or WiFi link (hysteresis applied).")
+        for u in uplinks {
+            if let m = u.modem {
+                sample("reach_uplink_bars", labels(u), Double(view?.bars[LinkKey(.wwan, m.device)] ?? m.bars(u.signalPolicy)))
+            } else if let w = u.wifi {
+                sample("reach_uplink_bars", labels(u), Double(view?.bars[LinkKey(.wifi, w.interface)] ?? w.bars))
+            }
+        }
     }
 
     /// Integral values without a fraction ("3", not "3.0"); others in Swift's shortest round-trip form.

@@ -6,7 +6,7 @@ import Logging
 
 /// The kernel's routing: "something changed" notices, and the route part for a target on demand.
 public protocol RouteSource: Sendable {
-    /// Notices of link/address/route changes. `.resync` means notices were lost. Finishes when the source fails.
+    /// Notices of link/address/route/rule changes. `.resync` means notices were lost. Finishes when the source fails.
     func events() throws -> AsyncStream<RouteEvent>
     /// The route part of a target's snapshot, computed now (for a host target with the given resolution).
     func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView
@@ -35,14 +35,18 @@ public protocol WiFiSource: Sendable {
 public struct KernelRouteSource: RouteSource {
     public var interfaceOverrides: [String: InterfaceKind]
     public var resolveTimeout: Duration
+    /// The configured uplinks (`uplinks`).
+    public var uplinks: [UplinkSpec]
     /// How each route's underlay is followed (`interface_underlays`, `clat.plat_prefix`).
     public var underlays: UnderlayConfig
 
     public init(
-        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), underlays: UnderlayConfig = .standard
+        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), uplinks: [UplinkSpec] = [],
+        underlays: UnderlayConfig = .standard
     ) {
         self.interfaceOverrides = interfaceOverrides
         self.resolveTimeout = resolveTimeout
+        self.uplinks = uplinks
         self.underlays = underlays
     }
 
@@ -64,7 +68,8 @@ public struct KernelRouteSource: RouteSource {
     }
 
     public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, underlays: underlays)
+        RouteView.compute(
+            target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, uplinks: uplinks, underlays: underlays)
     }
 
     public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> {
@@ -73,7 +78,8 @@ public struct KernelRouteSource: RouteSource {
 }
 
 /// One modem through `ModemMonitor` (ReachModem): its indications drive the updates; the monitor polls only what
-/// the modem cannot announce, and reopens a lost port with backoff.
+/// the modem cannot announce, and reopens a lost port with backoff. With `options.read.worker` set the monitor runs
+/// in a supervised worker process (`IsolatedModemMonitor`), restarted with the same backoff when it fails.
 public struct IndicationModemSource: ModemSource {
     public var spec: ModemPortSpec
     public var options: ModemMonitorOptions
@@ -86,7 +92,7 @@ public struct IndicationModemSource: ModemSource {
     public var name: String { spec.path }
 
     public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
-        let monitor = ModemMonitor(spec, options: options)
+        let monitor = IsolatedModemMonitor(spec, options: options)
         let (stream, continuation) = AsyncStream.makeStream(
             of: (SourceHealth, [ModemState]).self, bufferingPolicy: .bufferingNewest(1))
         let task = Task {

@@ -54,7 +54,10 @@ public actor StatusHub {
     ) {
         self.config = config
         self.signalPolicy = config.signalPolicy
-        self.targets = config.targets.map { TargetState(target: $0, detector: ChangeDetector(policy: config.changePolicy)) }
+        let uplinksBy = UplinkChangeTracker.reportingTarget(config.targets)
+        self.targets = config.targets.enumerated().map { i, target in
+            TargetState(target: target, detector: ChangeDetector(policy: config.changePolicy, tracksUplinks: i == uplinksBy))
+        }
         self.modemsEnabled = config.modems.enabled
         self.wifiEnabled = config.wifi.enabled
         self.expecting = expecting
@@ -162,6 +165,7 @@ public actor StatusHub {
         if new.interfaceKinds != config.interfaceKinds { needRestart.append("interface_kinds") }
         if new.interfaceUnderlays != config.interfaceUnderlays { needRestart.append("interface_underlays") }
         if new.platPrefix != config.platPrefix { needRestart.append("clat") }
+        if new.uplinks != config.uplinks { needRestart.append("uplinks") }
         if new.logLevel != config.logLevel { needRestart.append("log_level") }
         if (new.prometheusTextfile == nil) != (config.prometheusTextfile == nil) { needRestart.append("prometheus.textfile") }
         for i in targets.indices { targets[i].detector.update(policy: new.changePolicy) }

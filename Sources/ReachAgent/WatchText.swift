@@ -18,11 +18,22 @@ public enum WatchText {
                         "bars \(b.link.name) \(b.from.map(String.init) ?? "-")→\(b.to.map(String.init) ?? "gone")"
                     }
                 }
+                if change.changed.contains(.uplinks) {
+                    changed.removeAll { $0 == "uplinks" }
+                    changed += change.uplinks.map { u in
+                        "uplink \(u.interface) \(u.from.map(uplinkState) ?? "-")→\(u.to.map(uplinkState) ?? "gone")"
+                    }
+                }
                 text += "  [\(changed.joined(separator: ", "))] \(change.reason)"
             }
             return text
         case .periodic, .stop:
             return s.time.rfc3339 + "  " + SnapshotText.headline(s)
         }
+    }
+
+    /// "reachable", "unreachable", with " primary" when it carries the default route.
+    static func uplinkState(_ v: UplinkView) -> String {
+        (v.reachable ? "reachable" : "unreachable") + (v.primary ? " primary" : "")
     }
 }

@@ -39,6 +39,8 @@ public enum ChangeField: String, Sendable, CaseIterable, Comparable {
     case wwanStatus = "wwan_status"
     /// The route's underlay chain ("vx0 → wwan0"): a tunnel that moves to another link is a change.
     case reachable, underlay, bars
+    /// Some uplink's reachability or primary changed (`UplinkChange.swift`).
+    case uplinks
 
     public static func < (a: ChangeField, b: ChangeField) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -73,16 +75,19 @@ public struct ReportedView: Sendable, Equatable {
     public var bars: [LinkKey: Int]
     /// The route's chain when it has an underlay ("vx0 → wwan0"), nil when it leaves through its own link.
     public var underlay: String?
+    /// Each uplink's reported reachability and primary, by interface.
+    public var uplinks: [String: UplinkView]
 
     public init(
         status: ReachabilityStatus, medium: Medium, wwanStatus: Generation, reachable: Bool, bars: [LinkKey: Int],
-        underlay: String? = nil
+        uplinks: [String: UplinkView] = [:], underlay: String? = nil
     ) {
         self.status = status
         self.medium = medium
         self.wwanStatus = wwanStatus
         self.reachable = reachable
         self.bars = bars
+        self.uplinks = uplinks
         self.underlay = underlay
     }
 }
@@ -104,6 +109,8 @@ public struct ChangeEvent: Sendable, Equatable {
     public var current: ReportedView
     /// Why, in a few words ("route via wlan1 lost carrier").
     public var reason: String
+    /// The uplinks whose reported view changed (on the initial event: every uplink, appearing).
+    public var uplinks: [UplinkChange] = []
 }
 
 /// The change detector of one target. A value type: copy it, table-test it.
@@ -122,16 +129,28 @@ public struct ChangeDetector: Sendable {
     private var reportedSnapshot: Snapshot?
     /// Worse values being held down, with the time the hold began.
     private var pending: [Key: Duration] = [:]
+    /// The same rules for each uplink.
+    private var uplinkTracker = UplinkChangeTracker()
+    /// Whether this detector reports uplink changes. The uplinks are the same in every target's snapshot, so a
+    /// monitor of several targets lets one detector report them (`UplinkChangeTracker.reportingTarget`), once.
+    public let tracksUplinks: Bool
 
-    public init(policy: ChangePolicy = .standard) {
+    public init(policy: ChangePolicy = .standard, tracksUplinks: Bool = true) {
         self.policy = policy
+        self.tracksUplinks = tracksUplinks
+    }
+
+    private func uplinkViews(_ s: Snapshot) -> [String: UplinkView] {
+        tracksUplinks ? UplinkChangeTracker.candidates(s) : [:]
     }
 
     /// A new policy (config reload); the reported view and any hold in progress are kept.
     public mutating func update(policy: ChangePolicy) { self.policy = policy }
 
     /// When a hold-down ends, if one is in progress: call `tick(at:)` then.
-    public var nextDeadline: Duration? { pending.values.min().map { $0 + policy.holdDown } }
+    public var nextDeadline: Duration? {
+        (Array(pending.values) + [uplinkTracker.earliestHold].compactMap { $0 }).min().map { $0 + policy.holdDown }
+    }
 
     /// Fields (and "bars" for links) whose worse value is being held down now.
     public var held: [ChangeField] {
@@ -142,6 +161,7 @@ public struct ChangeDetector: Sendable {
             case .link: fields.insert(.bars)
             }
         }
+        if uplinkTracker.holding { fields.insert(.uplinks) }
         return fields.sorted()
     }
 
@@ -154,13 +174,17 @@ public struct ChangeDetector: Sendable {
         guard view != nil else {
             let v = ReportedView(
                 status: snapshot.status, medium: snapshot.medium, wwanStatus: snapshot.wwanStatus,
-                reachable: snapshot.reachable, bars: Self.rawBars(snapshot), underlay: snapshot.underlayNames)
+                reachable: snapshot.reachable, bars: Self.rawBars(snapshot),
+                uplinks: uplinkViews(snapshot), underlay: snapshot.underlayNames)
             view = v
             reportedSnapshot = snapshot
             return ChangeEvent(
                 initial: true, changed: ChangeField.allCases,
                 bars: v.bars.sorted { $0.key < $1.key }.map { BarChange(link: $0.key, from: nil, to: $0.value) },
-                previous: nil, current: v, reason: "first determination")
+                previous: nil, current: v, reason: "first determination",
+                uplinks: snapshot.uplinks.compactMap { u in
+                    v.uplinks[u.interface].map { UplinkChange(interface: u.interface, from: nil, to: $0) }
+                })
         }
         return evaluate(at: now)
     }
@@ -236,12 +260,22 @@ public struct ChangeDetector: Sendable {
         }
         if !barChanges.isEmpty { changed.append(.bars) }
 
+        let (newUplinks, uplinkChanges) = uplinkTracker.evaluate(
+            reported: v.uplinks, current: uplinkViews(s), holdDown: policy.holdDown, at: now)
+        if !uplinkChanges.isEmpty {
+            v.uplinks = newUplinks
+            changed.append(.uplinks)
+        }
+
         guard !changed.isEmpty else { return nil }
         view = v
         let reason = ChangeReason.describe(
-            from: reportedSnapshot, to: s, changed: changed, bars: barChanges, previous: before, current: v)
+            from: reportedSnapshot, to: s, changed: changed, bars: barChanges, previous: before, current: v,
+            uplinks: uplinkChanges)
         reportedSnapshot = s
-        return ChangeEvent(initial: false, changed: changed, bars: barChanges, previous: before, current: v, reason: reason)
+        return ChangeEvent(
+            initial: false, changed: changed, bars: barChanges, previous: before, current: v, reason: reason,
+            uplinks: uplinkChanges)
     }
 
     /// Loss of reachability in YY terms: any status to none, and anything to unknown (the route could no longer be
@@ -304,10 +338,11 @@ public enum ChangeReason {
     /// before the last reported one, so its transition is named from the views when the snapshots do not show it.
     public static func describe(
         from old: Snapshot?, to new: Snapshot, changed: [ChangeField], bars: [BarChange],
-        previous: ReportedView? = nil, current: ReportedView? = nil
+        previous: ReportedView? = nil, current: ReportedView? = nil, uplinks: [UplinkChange] = []
     ) -> String {
         var parts: [String] = []
         if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
+        parts.append(contentsOf: uplinkReasons(uplinks, new))
         let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
         for m in new.wwan {
             parts.append(contentsOf: modemReasons(oldModems[m.device], m))

@@ -41,7 +41,7 @@ public enum ReportLine {
                     case .wwanStatus: from.append(("wwan_status", .string(p.wwanStatus.name)))
                     case .reachable: from.append(("reachable", .bool(p.reachable)))
                     case .underlay: from.append(("underlay", .optional(p.underlay)))
-                    case .bars: break
+                    case .bars, .uplinks: break
                     }
                 }
                 m.append(("from", .object(from)))
@@ -59,6 +59,7 @@ public enum ReportLine {
                             })
                     ))
             }
+            if !change.uplinks.isEmpty { m.append(("uplinks", .array(change.uplinks.map(\.json)))) }
         } else if let reason {
             m.append(("reason", .string(reason)))
         }
@@ -76,6 +77,7 @@ public enum ReportLine {
                 switch members[i].0 {
                 case "wwan": members[i].1 = withBars(members[i].1, view: view, kind: .wwan, nameKey: "device")
                 case "wifi": members[i].1 = withBars(members[i].1, view: view, kind: .wifi, nameKey: "interface")
+                case "uplinks": members[i].1 = uplinksWithBars(members[i].1, view: view)
                 default: break
                 }
             }
@@ -84,17 +86,41 @@ public enum ReportLine {
         return .object(members)
     }
 
+    /// The debounced bars inside each uplink's `wwan` / `wifi` reading.
+    private static func uplinksWithBars(_ array: JSON, view: ReportedView) -> JSON {
+        guard case let .array(items) = array else { return array }
+        return .array(
+            items.map { item in
+                guard case var .object(m) = item, let name = item["interface"]?.stringValue else { return item }
+                for i in m.indices {
+                    switch m[i].0 {
+                    case "wwan":
+                        if let device = m[i].1["device"]?.stringValue {
+                            m[i].1 = debounced(m[i].1, view.bars[LinkKey(.wwan, device)])
+                        }
+                    case "wifi": m[i].1 = debounced(m[i].1, view.bars[LinkKey(.wifi, name)])
+                    default: break
+                    }
+                }
+                return .object(m)
+            })
+    }
+
     private static func withBars(_ array: JSON, view: ReportedView, kind: LinkKey.Kind, nameKey: String) -> JSON {
         guard case let .array(items) = array else { return array }
         return .array(
             items.map { item in
-                guard case var .object(m) = item, let name = item[nameKey]?.stringValue,
-                    let reported = view.bars[LinkKey(kind, name)], let i = m.firstIndex(where: { $0.0 == "bars" })
-                else { return item }
-                let raw = m[i].1
-                m[i].1 = .int(reported)
-                if raw != .int(reported) { m.insert(("bars_raw", raw), at: i + 1) }
-                return .object(m)
+                guard let name = item[nameKey]?.stringValue else { return item }
+                return debounced(item, view.bars[LinkKey(kind, name)])
             })
+    }
+
+    /// `bars` set to the reported value, with the instantaneous one as `bars_raw` when they differ.
+    private static func debounced(_ item: JSON, _ reported: Int?) -> JSON {
+        guard case var .object(m) = item, let reported, let i = m.firstIndex(where: { $0.0 == "bars" }) else { return item }
+        let raw = m[i].1
+        m[i].1 = .int(reported)
+        if raw != .int(reported) { m.insert(("bars_raw", raw), at: i + 1) }
+        return .object(m)
     }
 }

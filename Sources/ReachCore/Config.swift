@@ -63,6 +63,8 @@ public struct AgentConfig: Sendable, Equatable {
         public var requestTimeoutSeconds: Double = 5
         /// The poll used only when a modem sends no indications.
         public var pollIntervalSeconds: Double = 60
+        /// Each modem's I/O (libqmi/libmbim) in a supervised worker process of its own; false: in reach's process.
+        public var worker = true
         public init() {}
     }
 
@@ -114,6 +116,9 @@ public struct AgentConfig: Sendable, Equatable {
     public var interfaceUnderlays: [String: String] = [:]
     /// `clat.plat_prefix`: the PLAT-side NAT64 prefix a CLAT sends to (RFC 6877), 64:ff9b::/96 by default.
     public var platPrefix: IPPrefix = .wellKnownNAT64
+    /// Uplinks named and ordered by the operator: listed even while they hold no default route. Empty: the uplinks
+    /// are the interfaces holding a default route, as the kernel's tables show them.
+    public var uplinks: [UplinkSpec] = []
     public var probe: Probe?
     /// Path of a Prometheus textfile (node_exporter's textfile collector), or nil for none.
     public var prometheusTextfile: String?
@@ -213,6 +218,7 @@ extension AgentConfig {
                     c.modems.requestTimeoutSeconds = $0
                 }
                 m.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.modems.pollIntervalSeconds = $0 }
+                m.bool("worker") { c.modems.worker = $0 }
             }
             o.optionalObject("wifi") { w in
                 w.bool("enabled") { c.wifi.enabled = $0 }
@@ -254,6 +260,19 @@ extension AgentConfig {
                     } else {
                         r.problem(cl.path("plat_prefix"), "expected \(expected), found \(r.show(v))")
                     }
+                }
+            }
+            o.optionalArray("uplinks") { items in
+                var seen: [String: Int] = [:]
+                for (i, item) in items.enumerated() {
+                    let path = o.path("uplinks") + "[\(i)]"
+                    guard let spec = r.uplink(item, at: path) else { continue }
+                    if let first = seen[spec.interface] {
+                        r.problem(path + ".interface", "\"\(spec.interface)\" is already listed at uplinks[\(first)]")
+                        continue
+                    }
+                    seen[spec.interface] = i
+                    c.uplinks.append(spec)
                 }
             }
             if let v = o.value("probe"), !v.isNull {
@@ -456,6 +475,28 @@ private final class ConfigReader {
         signal.thresholds.sort { rank($0) < rank($1) }
     }
 
+    func uplink(_ v: JSON, at path: String) -> UplinkSpec? {
+        var spec: UplinkSpec?
+        object(v, at: path) { o in
+            guard let name = o.value("interface") else {
+                problem(o.path("interface"), "missing; expected the uplink's interface name, like wwan0")
+                return
+            }
+            var role: UplinkRole?
+            if let v = o.value("role"), !v.isNull {
+                role = v.stringValue.flatMap(UplinkRole.init(rawValue:))
+                if role == nil {
+                    let roles = UplinkRole.allCases.map(\.rawValue).joined(separator: ", ")
+                    problem(o.path("role"), "expected one of \(roles) or null, found \(show(v))")
+                }
+            }
+            if let interface = interfaceName(name, at: o.path("interface")) {
+                spec = UplinkSpec(interface: interface, role: role)
+            }
+        }
+        return spec
+    }
+
     func probe(_ v: JSON, at path: String) -> AgentConfig.Probe? {
         var probe: AgentConfig.Probe?
         object(v, at: path) { o in
@@ -656,6 +697,7 @@ extension AgentConfig {
                     ),
                     ("request_timeout_seconds", .double(modems.requestTimeoutSeconds)),
                     ("poll_interval_seconds", .double(modems.pollIntervalSeconds)),
+                    ("worker", .bool(modems.worker)),
                 ])
             ),
             (
@@ -668,6 +710,10 @@ extension AgentConfig {
             ("interface_kinds", .object(interfaceKinds.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
             ("interface_underlays", .object(interfaceUnderlays.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
             ("clat", .object([("plat_prefix", .string(platPrefix.description))])),
+            (
+                "uplinks",
+                .array(uplinks.map { .object([("interface", .string($0.interface)), ("role", .optional($0.role?.rawValue))]) })
+            ),
         ]
         if let probe {
             var p: [(String, JSON)] = [("kind", .string(probe.kind.rawValue)), ("host", .string(probe.host)),

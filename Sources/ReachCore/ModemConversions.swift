@@ -83,7 +83,7 @@ extension AccessTechnologies {
 }
 
 /// Registration state, the vocabulary both protocols share after conversion.
-public enum RegistrationState: String, Sendable, CaseIterable {
+public enum RegistrationState: String, Sendable, CaseIterable, Codable {
     case unknown
     case idle  // not registered and not searching (MBIM deregistered, QMI power save)
     case searching
@@ -109,7 +109,7 @@ public enum RegistrationState: String, Sendable, CaseIterable {
 }
 
 /// MBIM_PACKET_SERVICE_STATE: UNKNOWN 0, ATTACHING 1, ATTACHED 2, DETACHING 3, DETACHED 4.
-public enum PacketServiceState: String, Sendable {
+public enum PacketServiceState: String, Sendable, Codable {
     case unknown, attaching, attached, detaching, detached
 
     public init(mbimPacketServiceState raw: UInt32) {
@@ -176,7 +176,7 @@ extension RadioAccessTechnology {
 }
 
 /// A PLMN (MCC + MNC) as digits.
-public struct PLMN: Sendable, Equatable, Hashable, CustomStringConvertible {
+public struct PLMN: Sendable, Equatable, Hashable, CustomStringConvertible, Codable {
     public var mcc: String
     public var mnc: String
 
@@ -397,7 +397,7 @@ public struct QMISystemInfo: Sendable, Equatable {
 // MARK: - SIM
 
 /// The SIM as far as reachability cares: ready, locked (needs a person), absent or failed.
-public enum SIMState: String, Sendable, CaseIterable {
+public enum SIMState: String, Sendable, CaseIterable, Codable {
     case ready
     case pinRequired = "pin_required"
     case pukRequired = "puk_required"

@@ -34,7 +34,7 @@ public enum Generation: Int, Sendable, Comparable, CaseIterable, CustomStringCon
 }
 
 /// One radio access technology.
-public enum RadioAccessTechnology: String, Sendable, CaseIterable, Comparable {
+public enum RadioAccessTechnology: String, Sendable, CaseIterable, Comparable, Codable {
     case gsm = "gsm"
     case gprs = "gprs"
     case edge = "edge"
@@ -96,7 +96,7 @@ public enum SignalFamily: String, Sendable {
 }
 
 /// A set of radio access technologies in use at once (for example LTE + NR under 5G NSA / EN-DC).
-public struct AccessTechnologies: Sendable, Equatable, Hashable, ExpressibleByArrayLiteral {
+public struct AccessTechnologies: Sendable, Equatable, Hashable, ExpressibleByArrayLiteral, Codable {
     public private(set) var members: Set<RadioAccessTechnology>
 
     public init(_ members: some Sequence<RadioAccessTechnology>) { self.members = Set(members) }

@@ -6,7 +6,7 @@
 // (SignalPolicy.swift). Quality percentages are ModemManager's figures, a different number from the bars.
 
 /// What a modem reported about its serving cell, in physical units. Absent means the modem did not say.
-public struct SignalMeasurement: Sendable, Equatable, Hashable {
+public struct SignalMeasurement: Sendable, Equatable, Hashable, Codable {
     public var rssi: Double?  // dBm
     public var rsrp: Double?  // dBm (LTE RSRP or NR SS-RSRP)
     public var rsrq: Double?  // dB
@@ -30,7 +30,7 @@ public struct SignalMeasurement: Sendable, Equatable, Hashable {
 }
 
 /// Threshold tables: four ascending thresholds and the valid range of the measure.
-public struct BarThresholds: Sendable, Equatable {
+public struct BarThresholds: Sendable, Equatable, Codable {
     public var thresholds: [Double]
     public var valid: ClosedRange<Double>
 

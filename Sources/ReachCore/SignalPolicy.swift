@@ -21,7 +21,7 @@
 // levels, WCDMA RSCP when there is no RSSI, and the NR leg deciding under 5G NSA. It reads lower than a phone.
 
 /// A measure the bar rules can use; the raw value is its configuration name (`signal.thresholds.lte.rsrp`).
-public enum SignalMeasure: String, Sendable, CaseIterable, Hashable {
+public enum SignalMeasure: String, Sendable, CaseIterable, Hashable, Codable {
     case rssi, rsrp, rsrq, sinr, rscp, ecio
 
     public var unit: String {
@@ -98,7 +98,7 @@ public enum SignalRanges {
 }
 
 /// One measure of a bar rule: which value, its four thresholds and the range in which it gives a level.
-public struct MeasureThresholds: Sendable, Equatable {
+public struct MeasureThresholds: Sendable, Equatable, Codable {
     public var measure: SignalMeasure
     public var table: BarThresholds
 
@@ -116,7 +116,7 @@ public struct MeasureThresholds: Sendable, Equatable {
 ///   carrier enables several LTE or NR measures);
 /// - `fallback` gives the level when the primary measure is unavailable.
 /// Nothing available: no level (0 bars).
-public struct BarRule: Sendable, Equatable {
+public struct BarRule: Sendable, Equatable, Codable {
     public var primary: MeasureThresholds
     public var limitedBy: [MeasureThresholds]
     public var fallback: MeasureThresholds?
@@ -157,7 +157,7 @@ public struct BarRule: Sendable, Equatable {
 
 /// The families a policy has a rule for; the raw value is the configuration name (`signal.thresholds.lte`).
 /// CDMA 1x and EV-DO share `SignalFamily.cdma` but have tables of their own.
-public enum BarFamily: String, Sendable, CaseIterable, Hashable {
+public enum BarFamily: String, Sendable, CaseIterable, Hashable, Codable {
     case gsm, wcdma, cdma, evdo, lte, nr
 
     /// The family whose reading ranges apply.
@@ -183,13 +183,13 @@ public enum BarFamily: String, Sendable, CaseIterable, Hashable {
 }
 
 /// The signal policy: a named profile, possibly with thresholds the configuration replaced.
-public struct SignalPolicy: Sendable, Equatable {
-    public enum Profile: String, Sendable, CaseIterable {
+public struct SignalPolicy: Sendable, Equatable, Codable {
+    public enum Profile: String, Sendable, CaseIterable, Codable {
         case android, strict
     }
 
     /// Which leg gives the bars under 5G NSA (EN-DC), where the modem reports the LTE anchor and the NR leg apart.
-    public enum NSAPrimary: String, Sendable {
+    public enum NSAPrimary: String, Sendable, Codable {
         /// Android's SignalStrength.getPrimary with KEY_SIGNAL_STRENGTH_NR_NSA_USE_LTE_AS_PRIMARY_BOOL = true: the
         /// LTE anchor whenever it reported any valid value, else the NR leg.
         case lteAnchor

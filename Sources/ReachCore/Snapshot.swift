@@ -34,13 +34,13 @@ public enum Target: Sendable, Equatable {
     public var allowsWWAN: Bool { self != .linkLocal }
 }
 
-public enum ModemProtocol: String, Sendable {
+public enum ModemProtocol: String, Sendable, Codable {
     case qmi, mbim
 }
 
 /// A modem control port named by the user (command line, config) or found in sysfs: `/dev/cdc-wdm0`,
 /// `/dev/wwan0qmi0`, or a simulator pty.
-public struct ModemPortSpec: Sendable, Equatable {
+public struct ModemPortSpec: Sendable, Equatable, Codable {
     public var path: String
     /// nil: decide from sysfs (driver qmi_wwan → QMI, cdc_mbim → MBIM, wwan port type).
     public var `protocol`: ModemProtocol?
@@ -55,7 +55,7 @@ public struct ModemPortSpec: Sendable, Equatable {
 }
 
 /// Identifiers that name a subscriber or a device. Printed only when the user asks (`--show-identifiers`).
-public struct ModemIdentifiers: Sendable, Equatable {
+public struct ModemIdentifiers: Sendable, Equatable, Codable {
     public var imei: String?
     public var imsi: String?
     public var iccid: String?
@@ -72,7 +72,7 @@ public struct ModemIdentifiers: Sendable, Equatable {
 }
 
 /// One modem, as its adapter last read it.
-public struct ModemState: Sendable, Equatable {
+public struct ModemState: Sendable, Equatable, Codable {
     public var device: String
     public var `protocol`: ModemProtocol
     public var interface: String?
@@ -119,7 +119,7 @@ public struct ModemState: Sendable, Equatable {
 }
 
 /// Whether a source (modems, WiFi) could be asked at all, and why not.
-public struct SourceHealth: Sendable, Equatable {
+public struct SourceHealth: Sendable, Equatable, Codable {
     public var available: Bool
     public var reason: String?
 
@@ -160,6 +160,11 @@ public struct Snapshot: Sendable, Equatable {
     /// What the kernel said about the links below the route's (and any link the route part followed): a merge can
     /// walk a chain again from it (`Underlay.resolve(index:destination:config:source:)`). Not part of the JSON.
     public var underlayFacts: UnderlayFacts?
+    /// Every interface holding a default route (main table or a table an `ip rule` points to), each derived as if it
+    /// were the only way out; the primary first (`Uplinks.swift`).
+    public var uplinks: [Uplink]
+    /// Set when the uplinks could not be read (a netlink failure after the main answer was found).
+    public var uplinksError: String?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -174,6 +179,7 @@ public struct Snapshot: Sendable, Equatable {
         self.wwanSource = .ok
         self.wifiSource = .ok
         self.signalPolicy = signalPolicy
+        self.uplinks = []
     }
 
     /// AFNetworking's reachability of the flags; for the link-local target only an on-link route counts (Apple's
@@ -202,6 +208,7 @@ public struct Snapshot: Sendable, Equatable {
         }
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
+        deriveUplinks()
     }
 
     /// The modem whose netdev carries `route`: the lowest link of its chain that a modem names (the bottom of a
@@ -237,11 +244,13 @@ extension Snapshot {
             ("route", route.map { $0.json } ?? .null),
             ("wwan", .array(wwan.map { $0.json(showIdentifiers: showIdentifiers, signalPolicy: signalPolicy) })),
             ("wifi", .array(wifi.map(\.json))),
+            ("uplinks", .array(uplinks.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
+        if let uplinksError { members.append(("uplinks_error", .string(uplinksError))) }
         return .object(members)
     }
 }

@@ -58,7 +58,7 @@ public enum SnapshotText {
         return "route via \(r.link?.name ?? "?") is not usable"
     }
 
-    /// The whole text: headline, a status line, then one line per modem and WiFi interface.
+    /// The whole text: headline, a status line, one line per uplink, then one line per modem and WiFi interface.
     public static func render(_ s: Snapshot) -> String {
         var lines = [headline(s)]
         var status = "  status \(s.status.rawValue) · medium \(s.medium.rawValue) · wwan \(s.wwanStatus.name)"
@@ -76,6 +76,8 @@ public enum SnapshotText {
         if case .host = s.target, !s.resolvedAddresses.isEmpty {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
         }
+        for u in s.uplinks { lines.append("  " + uplinkLine(u)) }
+        if let e = s.uplinksError { lines.append("  uplinks unavailable: \(e)") }
         for m in s.wwan { lines.append("  " + modemLine(m, signalPolicy: s.signalPolicy)) }
         if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
             lines.append("  WWAN unavailable: \(reason)")

@@ -8,6 +8,14 @@ import Synchronization
 
 public enum GLibLog {
     private static let logger = Mutex<Logger?>(nil)
+    private static let severe = Mutex<(@Sendable (_ domain: String, _ message: String) -> Void)?>(nil)
+
+    /// Also hands every record at critical or error level to `handler` (domain, message), on the thread that logged
+    /// it and before GLib acts on it: an error-level record is fatal, so a modem worker sends it to its parent first.
+    public static func onSevere(_ handler: @escaping @Sendable (_ domain: String, _ message: String) -> Void) {
+        severe.withLock { $0 = handler }
+        installWriter()
+    }
 
     /// Sets the logger GLib records go to (at debug level, with `glib.domain` and `glib.level` metadata).
     /// Without one they are dropped.
@@ -24,6 +32,11 @@ public enum GLibLog {
     }
 
     private static func emit(level: CInt, domain: UnsafePointer<CChar>?, message: UnsafePointer<CChar>?) {
+        if Int32(level) & (G_LOG_LEVEL_ERROR.rawValue | G_LOG_LEVEL_CRITICAL.rawValue) != 0,
+            let handler = severe.withLock({ $0 })
+        {
+            handler(domain.map { String(cString: $0) } ?? "GLib", message.map { String(cString: $0) } ?? "")
+        }
         guard let logger = logger.withLock({ $0 }), logger.logLevel <= .debug else { return }
         let text = message.map { String(cString: $0) } ?? ""
         logger.debug(

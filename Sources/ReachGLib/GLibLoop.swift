@@ -19,6 +19,9 @@ public final class GLibLoop: @unchecked Sendable {
     /// The loop every GatewayReach GLib call runs on. Started the first time it is used; runs until exit.
     public static let shared = GLibLoop()
 
+    /// See `perform`.
+    private static let handoff = Atomic<Int>(0)
+
     /// The GMainContext the loop thread iterates (thread-default on that thread).
     public let context: OpaquePointer
     private let loop: OpaquePointer
@@ -48,9 +51,14 @@ public final class GLibLoop: @unchecked Sendable {
 
     /// Runs `body` on the loop thread: at once when already there, otherwise as soon as the loop is free.
     /// The corresponding C function is `g_main_context_invoke_full`.
+    ///
+    /// The box crosses threads inside GLib, whose GMutex locks with futex(2) directly; a release/acquire pair on
+    /// `handoff` states the same ordering where ThreadSanitizer can see it (it reported the box's fields as racing).
     public func perform(_ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(GLibClosureBox(body)).toOpaque()
+        GLibLoop.handoff.wrappingAdd(1, ordering: .releasing)
         g_main_context_invoke_full(context, G_PRIORITY_DEFAULT, { data in
+            _ = GLibLoop.handoff.load(ordering: .acquiring)
             let box = Unmanaged<GLibClosureBox>.fromOpaque(data!).takeRetainedValue()
             box.body()
             return 0  // G_SOURCE_REMOVE

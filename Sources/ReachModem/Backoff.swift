@@ -3,7 +3,7 @@
 
 /// Delays between reopening attempts: `initial × multiplier^attempt`, capped at `maximum`, each spread by up to
 /// ±`jitter` (a fraction) of itself. Pure: the random source is a parameter.
-public struct Backoff: Sendable, Equatable {
+public struct Backoff: Sendable, Equatable, Codable {
     public var initial: Duration
     public var maximum: Duration
     public var multiplier: Double
@@ -25,7 +25,9 @@ public struct Backoff: Sendable, Equatable {
         let base = min(seconds(initial) * pow(multiplier, Double(max(0, attempt))), seconds(maximum))
         let spread = base * jitter * (2 * unit - 1)
         let value = min(max(base + spread, 0), seconds(maximum))
-        return .nanoseconds(Int64(value * 1e9))
+        // A maximum beyond Int64 nanoseconds (292 years) is clamped, never trapped on.
+        let nanoseconds = value * 1e9
+        return .nanoseconds(nanoseconds < 9.2e18 ? Int64(nanoseconds) : Int64.max)
     }
 
     /// `delay(attempt:unit:)` with a random unit from the system generator.

@@ -14,7 +14,7 @@ import ReachCore
 import ReachGLib
 
 /// Why a `ModemUpdate` was sent.
-public enum ModemUpdateCause: String, Sendable, Equatable {
+public enum ModemUpdateCause: String, Sendable, Equatable, Codable {
     /// The first read after starting.
     case initialRead = "initial_read"
     /// The modem announced a change (QMI indication, MBIM notification).
@@ -27,10 +27,13 @@ public enum ModemUpdateCause: String, Sendable, Equatable {
     case openFailed = "open_failed"
     /// The port is back and was read again.
     case reopened
+    /// The modem's worker process died, hung or sent something malformed (`IsolatedModemMonitor`); it is started
+    /// again with the reopen backoff.
+    case workerFailed = "worker_failed"
 }
 
 /// One modem's state after a change.
-public struct ModemUpdate: Sendable, Equatable {
+public struct ModemUpdate: Sendable, Equatable, Codable {
     public var state: ModemState
     public var cause: ModemUpdateCause
 
@@ -40,7 +43,7 @@ public struct ModemUpdate: Sendable, Equatable {
     }
 }
 
-public struct ModemMonitorOptions: Sendable {
+public struct ModemMonitorOptions: Sendable, Codable {
     /// Timeouts, proxy, sysfs root, hardware database and logger, as for `ModemReader.read`.
     public var read: ModemReadOptions
     /// How often to re-read what the modem does not announce. nil: never poll (updates come from indications only;

@@ -4,7 +4,7 @@ import ReachCore
 import ReachGLib
 
 
-public struct ModemReadOptions: Sendable {
+public struct ModemReadOptions: Sendable, Codable {
     /// Per-request timeout.
     public var requestTimeout: Duration
     /// The most one modem's whole read may take (open, every request). A modem that has not finished by then is
@@ -17,8 +17,14 @@ public struct ModemReadOptions: Sendable {
     public var sysfsRoot: String
     /// hw/modems.json to use instead of the default search (hw/README.md).
     public var hardwareDatabasePath: String?
-    /// Where adapter and GLib debug records go. Default: nowhere.
-    public var logger: Logger
+    /// Where adapter and GLib debug records go. Default: nowhere. A modem worker process logs to its own standard
+    /// error at this logger's level (`ProcessLocalLogger`).
+    @ProcessLocalLogger public var logger: Logger
+    /// Run each modem's I/O in a worker process of its own, started with this command (`ModemWorkerLaunch`), so that
+    /// a modem library that crashes or hangs costs that modem's worker and never the caller. nil (the default for a
+    /// program embedding GatewayReach, which has no worker entry unless it adds one): in this process. The `reach`
+    /// command sets it. `IsolatedModemReader` and `IsolatedModemMonitor` are what use it.
+    public var worker: ModemWorkerLaunch? = nil
     /// The bar boundaries a monitored QMI modem is asked to announce signal changes at (Config Signal Info).
     public var signalPolicy: SignalPolicy
 

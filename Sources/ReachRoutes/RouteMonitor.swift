@@ -19,11 +19,13 @@ public enum RouteEvent: Sendable, Equatable {
     case address(Change, AddressFamily, index: Int)
     /// A route was added or removed.
     case route(Change, AddressFamily)
+    /// A policy rule (`ip rule`) was added or removed.
+    case rule(Change, AddressFamily)
     /// Notices were lost (socket overrun, or the consumer fell behind): re-read everything.
     case resync
 }
 
-/// Listens to RTNLGRP_LINK, IPV4/IPV6_IFADDR and IPV4/IPV6_ROUTE on a thread of its own.
+/// Listens to RTNLGRP_LINK, IPV4/IPV6_IFADDR, IPV4/IPV6_ROUTE and IPV4/IPV6_RULE on a thread of its own.
 public final class RouteMonitor: Sendable {
     public let events: AsyncStream<RouteEvent>
     private let worker: Worker
@@ -71,7 +73,11 @@ private final class Worker: @unchecked Sendable {
             nl_socket_free(sk)
             throw NetlinkError(.library(-r), call: "nl_connect(NETLINK_ROUTE)")
         }
-        let groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE]
+        // Rules too: mwan3 adds and removes the rules that lead to its per-uplink tables.
+        let groups = [
+            RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
+            RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE,
+        ]
         for g in groups {
             r = nl_socket_add_membership(sk, Int32(g.rawValue))
             if r < 0 {
@@ -211,6 +217,13 @@ private func monitorValid(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?
             .route(
                 Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWROUTE) ? .new : .deleted,
                 Int32(rtm.rtm_family) == AF_INET6 ? .ipv6 : .ipv4))
+    case Int32(RTM_NEWRULE), Int32(RTM_DELRULE):
+        // struct fib_rule_hdr begins with the family byte.
+        guard len >= 16 + 12 else { return Int32(NL_SKIP.rawValue) }
+        let family = Int32(payload.load(as: UInt8.self))
+        w.emit(
+            .rule(
+                Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWRULE) ? .new : .deleted, family == AF_INET6 ? .ipv6 : .ipv4))
     default:
         break
     }

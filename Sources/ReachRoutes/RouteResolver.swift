@@ -92,23 +92,7 @@ public final class RouteResolver {
     /// `ignore_routes_with_linkdown` is set (otherwise the kernel keeps using them, and so do we: that is a
     /// connection_required answer, not a failover). Nil when there is none.
     public func defaultRoute(_ family: AddressFamily) throws(NetlinkError) -> RouteLookup? {
-        guard let msg = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else {
-            throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
-        }
-        var rtm = rtmsg()
-        rtm.rtm_family = UInt8(family == .ipv4 ? AF_INET : AF_INET6)
-        let appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
-        if appended < 0 {
-            nlmsg_free(msg)
-            throw NetlinkError(.library(-appended), call: "RTM_GETROUTE dump build")
-        }
-        var candidates: [ParsedRoute] = []
-        try socket.exchange(msg, call: "RTM_GETROUTE dump \(family.rawValue)") { hdr in
-            guard case let .success(r) = ParsedRoute.parse(hdr) else { return }
-            if r.dstLength == 0, r.type == Int(RTN_UNICAST), r.table == Int(RT_TABLE_MAIN.rawValue), !r.nextHops.isEmpty {
-                candidates.append(r)
-            }
-        }
+        let candidates = try defaultRouteDump(family).filter { $0.table == Int(RT_TABLE_MAIN.rawValue) }
         // Stable sort by metric keeps the kernel's dump order among equals.
         let ordered = candidates.enumerated().sorted { ($0.element.metric, $0.offset) < ($1.element.metric, $1.offset) }
         for (_, route) in ordered {
@@ -134,13 +118,23 @@ public final class RouteResolver {
 
     /// The state and kind of the link with this index, or nil if it is gone.
     public func link(index: Int) throws(NetlinkError) -> LinkState? {
+        try link(index: Int32(index), name: nil)
+    }
+
+    /// The state and kind of the link with this name, or nil if there is none.
+    public func link(name: String) throws(NetlinkError) -> LinkState? {
+        try link(index: 0, name: name)
+    }
+
+    private func link(index: Int32, name wanted: String?) throws(NetlinkError) -> LinkState? {
         var link: OpaquePointer?
-        let r = rtnl_link_get_kernel(socket.sk, Int32(index), nil, &link)
+        let r = rtnl_link_get_kernel(socket.sk, index, wanted, &link)
         if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
-        if r < 0 { throw NetlinkError(.library(-r), call: "rtnl_link_get_kernel(\(index))") }
+        if r < 0 { throw NetlinkError(.library(-r), call: "rtnl_link_get_kernel(\(wanted ?? String(index)))") }
         guard let link else { return nil }
         defer { rtnl_link_put(link) }
 
+        let index = Int(rtnl_link_get_ifindex(link))
         let name = rtnl_link_get_name(link).map { String(cString: $0) } ?? "if\(index)"
         let flags = rtnl_link_get_flags(link)
         let operState = Int32(rtnl_link_get_operstate(link))

@@ -64,7 +64,7 @@ enum SysFS {
     /// if_indextoname.
     static func interfaceName(index: Int) -> String? {
         var buf = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
-        guard if_indextoname(UInt32(index), &buf) != nil else { return nil }
+        guard let ifindex = UInt32(exactly: index), if_indextoname(ifindex, &buf) != nil else { return nil }
         return String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -9,7 +9,7 @@ import ReachCore
 
 let usage = """
     usage: reach-modem-sim --scenario FILE [--link PATH] [--control PATH] [--replay FILE] [--log FILE] [--verbose]
-                           [--clock-on-open]
+                           [--clock-on-open] [--garbage SEED | --mutate SEED]
            reach-modem-sim --replay FILE [--link PATH] [--control PATH] [--log FILE] [--verbose]
 
     A QMI (QMUX) or MBIM modem on a pseudo-terminal, for testing modem clients without hardware.
@@ -25,6 +25,10 @@ let usage = """
       --verbose         the same lines on standard error
       --clock-on-open   the scenario clock (timeline at_ms) starts when a client first opens the port, not at
                         start, so a timed fault cannot pass before a slow client has arrived
+      --garbage SEED    a hostile modem: each request is answered with 1-3 random frames (the real answer, the
+                        right header with status success around a random body, a random header, or noise)
+      --mutate SEED     a damaged modem: the scenario's answers with bits flipped, cut short or extended
+                        (SEED: 0-18446744073709551615; the same seed sends the same bytes)
       --check           only validate the scenario / capture and exit (0 when usable, 65 when not)
       --help            this text
 
@@ -60,6 +64,7 @@ struct Options {
     var verbose = false
     var check = false
     var clockOnOpen = false
+    var fuzz: FuzzMode?
 }
 
 func parseArguments(_ args: [String]) -> Options {
@@ -80,6 +85,11 @@ func parseArguments(_ args: [String]) -> Options {
         case "--log": o.log = value(a)
         case "--verbose": o.verbose = true
         case "--clock-on-open": o.clockOnOpen = true
+        case "--garbage", "--mutate":
+            let text = value(a)
+            guard o.fuzz == nil else { fail(64, "--garbage and --mutate are mutually exclusive\n\(shortUsage)") }
+            guard let seed = UInt64(text) else { fail(64, "\(a) needs a seed from 0 to \(UInt64.max), got '\(text)'") }
+            o.fuzz = a == "--garbage" ? .garbage(seed: seed) : .mutate(seed: seed)
         case "--check": o.check = true
         case "--help", "-h":
             emit(1, usage + "\n")
@@ -358,7 +368,8 @@ struct SimulatorLoop {
 }
 
 func runSimulator() -> Never {
-    var simulator = SimulatorLoop(options: options, engine: ModemEngine(scenario: scenario, capture: capture))
+    var simulator = SimulatorLoop(
+        options: options, engine: ModemEngine(scenario: scenario, capture: capture, fuzz: options.fuzz))
     simulator.run()
 }
 runSimulator()

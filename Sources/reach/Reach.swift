@@ -28,6 +28,14 @@ enum ExitStatus {
 enum Reach {
     static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Diag.self]
 
+    /// The hidden command a modem worker runs as (ReachModem's ModemWorkerProcess): every modem is read in a process
+    /// of its own, so that a modem library that aborts or hangs on a hostile modem costs that modem's worker only.
+    static let modemWorkerCommand = "modem-worker"
+    static let modemWorker = ModemWorkerLaunch.currentExecutable([modemWorkerCommand])
+
+    /// The worker launch for a configuration: `modems.worker` false reads modems in this process.
+    static func modemWorker(_ config: AgentConfig) -> ModemWorkerLaunch? { config.modems.worker ? modemWorker : nil }
+
     static let spec = CommandSpec(
         name: "reach",
         abstract: "Can packets leave this gateway, over what, and how good is the link?",
@@ -49,6 +57,10 @@ enum Reach {
         var arguments = arguments
         var command: any Subcommand.Type = Status.self
         switch arguments.first {
+        case modemWorkerCommand?:
+            // Started by reach itself with its socket on fd 3; one optional argument, the port, for `ps` only.
+            guard arguments.count <= 2 else { return usageError("modem-worker takes at most one argument", command: nil) }
+            return await ModemWorkerProcess.main()
         case "--version", "--help", "-h":
             // Whatever follows must be valid too: `reach --version --bogus` is a usage error, not a version.
             do {

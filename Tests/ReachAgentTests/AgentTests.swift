@@ -22,10 +22,7 @@ import Testing
             config.changes.holdDownSeconds = holdDown
             config.changes.barHysteresisDB = hysteresis
             config.modems.enabled = false
-            agent = AgentAssembly(
-                config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
-                wall: wallClock(clock), route: route, modems: [], wifi: wifi, reloadOnSIGHUP: false, logger: testLogger())
-            group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+            (agent, group) = testAgent(config, clock: clock, route: route, lines: lines, wifi: wifi)
         }
 
         func wifiLink(_ dBm: Int) -> [WiFiLink] {
@@ -209,10 +206,7 @@ func writeFile(_ path: String, _ text: String) throws {
         config.modems.enabled = false
         config.wifi.enabled = false
         config.changes.holdDownSeconds = 0
-        let agent = AgentAssembly(
-            config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
-            wall: wallClock(clock), route: route, modems: [], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger()))
+        let (_, group) = testAgent(config, clock: clock, route: route, lines: lines)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             route.set(Routes.via("eth0", kind: .ethernet))

@@ -4,6 +4,7 @@ import Glibc
 import Logging
 import ReachAgent
 import ReachCore
+import ServiceLifecycle
 import GatewayReach
 import Synchronization
 
@@ -86,6 +87,12 @@ final class FakeRouteSource: RouteSource {
         view.withLock { $0.route = route }
         continuation.yield(.route(.new, .ipv4))
     }
+
+    /// Sets the whole route part (route and uplinks) and sends a notice.
+    func set(_ part: RouteView) {
+        view.withLock { $0 = part }
+        continuation.yield(.route(.new, .ipv4))
+    }
 }
 
 final class FakeWiFiSource: WiFiSource {
@@ -132,6 +139,16 @@ enum Routes {
             family: .ipv4, type: .unicast,
             link: LinkState(name: name, index: 2, kind: kind, adminUp: true, carrier: carrier), gateway: "192.0.2.1")
     }
+}
+
+/// An agent on the test's sources and clock (no modems, no log files), and the service group that runs it.
+func testAgent(
+    _ config: AgentConfig, clock: ManualClock, route: FakeRouteSource, lines: LineCollector, wifi: FakeWiFiSource? = nil
+) -> (AgentAssembly, ServiceGroup) {
+    let agent = AgentAssembly(
+        config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+        wall: wallClock(clock), route: route, modems: [], wifi: wifi, reloadOnSIGHUP: false, logger: testLogger())
+    return (agent, ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger())))
 }
 
 func testLogger() -> Logger {

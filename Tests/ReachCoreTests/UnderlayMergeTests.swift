@@ -128,6 +128,35 @@ private enum Chains {
         #expect(broken.json()["route"]?["underlay_error"] == .string("vx0: no route to its remote 198.18.0.1"))
     }
 
+    /// The uplinks are the physical links: a CLAT's and a WireGuard table's default routes count for wwan0, which they
+    /// ride on; wwan0's own IPv4 route stands for it, and the text names a rider's chain when its route stands.
+    @Test func uplinksAreThePhysicalLinks() throws {
+        let wwan = Chains.link("wwan0", 2, .wwan)
+        let own = RouteLookup(family: .ipv6, type: .unicast, link: wwan, metric: 10, table: 254)
+        var clat = Chains.clat()
+        clat.table = 254
+        let wg = Chains.link("wg0", 11, .other)
+        let vpn = RouteLookup(
+            family: .ipv4, type: .unicast, link: wg, table: 51820,
+            underlay: UnderlayChain(hops: [UnderlayHop(link: wg, infoKind: "wireguard"), UnderlayHop(link: wwan, via: .wireguard)]))
+        let eth = RouteLookup(family: .ipv4, type: .unicast, link: Chains.link("eth0", 3, .ethernet), gateway: "192.0.2.1", metric: 100, table: 254)
+        let grouped = Uplink.group(routes: [clat, own, vpn, eth], primaryInterface: "wwan0")
+        #expect(grouped.map(\.interface) == ["wwan0", "eth0"])
+        #expect(grouped[0].routes.count == 3)
+        #expect(grouped[0].link?.kind == .wwan)
+        #expect(grouped[0].json["upper"] == .array([.string("clat"), .string("wg0")]))
+        #expect(grouped[1].json["upper"] == .array([]))
+
+        var s = Chains.snapshot(clat, modems: [Chains.modem()])
+        s.uplinks = grouped
+        s.deriveUplinks()
+        let wwanUplink = try #require(s.uplinks.first { $0.interface == "wwan0" })
+        #expect(wwanUplink.primary)  // the answer's route rides on it
+        #expect(wwanUplink.medium == .wwan)
+        #expect(wwanUplink.modem?.device == "/dev/cdc-wdm0")
+        #expect(SnapshotText.uplinkLine(wwanUplink).hasPrefix("uplink wwan0 (primary): reachable over wwan via clat → wwan0 (on-link)"))
+    }
+
     /// An underlay that moves while packets still leave is a change at once; one that goes with the reachability
     /// waits out the hold-down like the loss.
     @Test func changeDetection() throws {

@@ -84,6 +84,13 @@ private func chainNames(_ j: JSON) -> [String] {
         #expect(chainNames(j) == ["nat46", "wwan0"])
         #expect(hop(j, 1)?["remote"] == .string("64:ff9b::/96"))
         #expect(try await text(box.host).hasPrefix("reachable over wwan via nat46 → wwan0 (on-link)\n  status wwan · medium wwan"))
+        // The uplinks are the physical links: nat46's IPv4 default counts for wwan0, which it rides on.
+        let uplinks = j["uplinks"]?.arrayValue ?? []
+        #expect(uplinks.map { $0["interface"] } == [.string("wwan0")])
+        #expect(uplinks.first?["primary"] == .bool(true))
+        #expect(uplinks.first?["upper"] == .array([.string("nat46")]))
+        #expect(uplinks.first?["medium"] == .string("wwan"))
+        #expect(try await text(box.host).contains("  uplink wwan0 (primary): reachable over wwan via nat46 → wwan0 (on-link)"))
     }
 
     /// A CLAT known by its name (OpenWrt's `464-wan6`) with an ordinary address. With a route to the PLAT prefix
@@ -281,8 +288,9 @@ private func chainNames(_ j: JSON) -> [String] {
         try #require(moved, "\(lines())")
         let change = lines()[1]
         #expect(change["event"]?["type"] == .string("change"))
-        #expect(change["event"]?["changed"] == .array([.string("status"), .string("medium"), .string("underlay")]))
-        #expect(change["event"]?["reason"] == .string("vx0: underlay moved from wwan0 to eth0"))
+        // vx0's default route counts for the link it rides on: the primary uplink moves with it.
+        #expect(change["event"]?["changed"] == .array([.string("status"), .string("medium"), .string("underlay"), .string("uplinks")]))
+        #expect(change["event"]?["reason"] == .string("vx0: underlay moved from wwan0 to eth0; uplink eth0 appeared; primary uplink now eth0"))
         #expect(change["event"]?["from"]?["underlay"] == .string("vx0 → wwan0"))
         #expect(change["medium"] == .string("ethernet"))
         #expect(lines().count == 2, "one line per change: \(lines())")

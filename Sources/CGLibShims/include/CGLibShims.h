@@ -6,6 +6,7 @@
 #include <libqmi-glib.h>
 #include <libmbim-glib.h>
 #include <gio/gunixinputstream.h>  // GUnixInputStream: a pipe as a GIO stream (the bridge's own tests use it)
+#include "CGLibShims_worker.h"     // the modem worker process: spawn, confinement
 
 // MARK: - GObject casts
 

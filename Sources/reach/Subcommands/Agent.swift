@@ -41,7 +41,7 @@ extension Reach {
             let prometheus = cfg.prometheusTextfile.map { PrometheusTextfile(path: $0, logger: logger) }
             let agent = AgentAssembly(
                 config: cfg, configPath: config, log: log, prometheus: prometheus, onLine: nil,
-                clock: ContinuousAgentClock(), reloadOnSIGHUP: true, logger: logger)
+                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker(cfg), reloadOnSIGHUP: true, logger: logger)
             logger.info(
                 "Agent started",
                 metadata: [

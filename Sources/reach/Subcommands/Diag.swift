@@ -42,7 +42,7 @@ extension Reach {
 
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
-            let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers)
+            let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg))
             // The bundle on standard output: the checks go to standard error, so the archive stays whole.
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
             let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text()

@@ -110,6 +110,8 @@ extension Reach {
         func run() async -> Int32 {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let configured = cfg.modems.ports
+            var modemOptions = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds))
+            modemOptions.worker = Reach.modemWorker(cfg)
             let request = StatusRequest(
                 target: targetOptions.target ?? .defaultRoute,
                 modems: modems ?? (configured.isEmpty ? nil : configured),
@@ -117,10 +119,10 @@ extension Reach {
                 readModems: !noModems && (modems != nil || cfg.modems.enabled),
                 wifiInterface: wifi,
                 readWiFi: !noWiFi && (wifi != nil || cfg.wifi.enabled),
-                modemOptions: ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds)),
+                modemOptions: modemOptions,
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
-                signalPolicy: cfg.signalPolicy, underlays: cfg.underlayConfig)
+                signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks, underlays: cfg.underlayConfig)
             let snapshot = await GatewayReach.status(request)
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())

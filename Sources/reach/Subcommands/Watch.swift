@@ -61,7 +61,7 @@ extension Reach {
                         fflush(nil)
                     }
                 },
-                clock: ContinuousAgentClock(), route: route, reloadOnSIGHUP: false, logger: logger)
+                clock: ContinuousAgentClock(), route: route, modemWorker: Reach.modemWorker(cfg), reloadOnSIGHUP: false, logger: logger)
             do {
                 try await agent.run(logger: logger)
                 return ExitStatus.ok

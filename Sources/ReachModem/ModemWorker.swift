@@ -1,0 +1,453 @@
+// The parent's side of a modem worker: start it, feed it its request, read its frames, and end it when it crashes,
+// hangs (no heartbeat within the request timeout) or says something malformed. `IsolatedModemReader` and
+// `IsolatedModemMonitor` have the shapes of `ModemReader.read` and `ModemMonitor.updates()`; with
+// `ModemReadOptions.worker` nil they are those, in this process.
+//
+// Why a process and not a thread: libmbim 1.28's `mbim_message_device_services_response_parse` allocates a size read
+// from the wire with g_malloc0, and GLib aborts the whole process when that fails; a modem that frames nothing
+// (a copy of /dev/zero) keeps libmbim's reader inside one callback, where no cancellation reaches it. Only a process
+// boundary contains the first, and only killing the process ends the second at a deadline.
+
+import CGLibShims
+import Logging
+import ReachCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a worker process ended, in the words its modem's `error` uses.
+enum WorkerEnd: Error, Sendable, Equatable, CustomStringConvertible {
+    /// It exited by itself (status).
+    case exited(Int32)
+    /// A signal it did not ask for ended it.
+    case died(signal: Int32)
+    /// No message (heartbeat or other) within the limit: killed.
+    case hung(Duration)
+    /// It sent something that is not a frame of ours, or a value out of bounds: killed.
+    case malformed(String)
+    /// A read that went past its hard deadline: killed.
+    case overran(Duration)
+    /// It could not be started.
+    case notStarted(String)
+    /// It refused its request.
+    case refused(String)
+
+    /// The modem library a worker of this protocol runs.
+    static func library(_ p: ModemProtocol?) -> String {
+        switch p {
+        case .qmi?: return "libqmi"
+        case .mbim?: return "libmbim"
+        case nil: return "libqmi/libmbim"
+        }
+    }
+
+    func message(protocol p: ModemProtocol?, lastFatalLog: String?) -> String {
+        let library = WorkerEnd.library(p)
+        switch self {
+        case let .exited(status):
+            return "modem worker exited with status \(status) (\(library))"
+        case let .died(signal):
+            let name = WorkerEnd.signalName(signal)
+            if let log = lastFatalLog { return "modem worker died: \(name) (\(library): \(log))" }
+            return "modem worker died: \(name) (\(library))"
+        case let .hung(limit):
+            return "modem worker hung: no heartbeat for \(limit.milliseconds) ms (\(library)); killed"
+        case let .malformed(why):
+            return "modem worker sent a malformed message (\(why)); killed"
+        case let .overran(limit):
+            return "modem worker did not finish within \(limit.milliseconds) ms (\(library)); killed"
+        case let .notStarted(why):
+            return "modem worker could not be started: \(why)"
+        case let .refused(why):
+            return "modem worker refused its request: \(why)"
+        }
+    }
+
+    var description: String { message(protocol: nil, lastFatalLog: nil) }
+
+    static func signalName(_ s: Int32) -> String {
+        let names: [Int32: String] = [
+            SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+            SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV",
+            SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM", SIGSYS: "SIGSYS", SIGXCPU: "SIGXCPU",
+            SIGXFSZ: "SIGXFSZ",
+        ]
+        return names[s] ?? "signal \(s)"
+    }
+}
+
+/// The timing a worker is held to, from the modem's request timeout.
+struct WorkerTiming: Sendable, Equatable {
+    /// How often the worker proves its GLib loop turns.
+    var heartbeat: Duration
+    /// Silence (no frame at all) after which the worker counts as hung.
+    var silence: Duration
+    /// Time from the spawn to the worker's first frame (process start-up, before any modem I/O).
+    var startup: Duration
+    /// A read job's whole budget, after which it is killed; nil for a monitor.
+    var deadline: Duration?
+
+    /// A hang is "no heartbeat within the request timeout" (never below 0.5 s: a loaded machine may leave a worker
+    /// unscheduled for a moment); the worker beats four times per timeout, at most once a second.
+    init(requestTimeout: Duration, readTimeout: Duration?) {
+        silence = max(requestTimeout, .milliseconds(500))
+        heartbeat = min(max(silence / 4, .milliseconds(50)), .seconds(1))
+        startup = .seconds(5)
+        // ModemReader's read: open within the read timeout, then every request within it, then the close.
+        deadline = readTimeout.map { $0 * 2 + requestTimeout + .seconds(1) }
+    }
+}
+
+/// One worker process, supervised on a thread of its own.
+final class WorkerProcess: Sendable {
+    let pid: pid_t
+    private let fd: Int32
+    private let stopRequested = Atomic<Bool>(false)
+
+    private init(pid: pid_t, fd: Int32) {
+        self.pid = pid
+        self.fd = fd
+    }
+
+    /// Starts `launch` with `request` on a fresh socket.
+    static func start(_ launch: ModemWorkerLaunch, request: WorkerRequest, label: String) -> Result<WorkerProcess, WorkerEnd> {
+        let frame: [UInt8]
+        do {
+            frame = try WireFrame.encode(request)
+        } catch {
+            return .failure(.notStarted("cannot encode the request: \(error)"))
+        }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            return .failure(.notStarted("socketpair: \(String(cString: strerror(errno)))"))
+        }
+        // The child's end must not be fd 0-3, which the spawn overwrites.
+        let childEnd = fcntl(pair[1], F_DUPFD_CLOEXEC, 10)
+        close(pair[1])
+        guard childEnd >= 0 else {
+            close(pair[0])
+            return .failure(.notStarted("fcntl: \(String(cString: strerror(errno)))"))
+        }
+        let argv = [launch.executable] + launch.arguments + [label]
+        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for p in cArgs { free(p) } }
+        var pid: pid_t = 0
+        let rc = CGLibShims_worker_spawn(launch.executable, &cArgs, environ, childEnd, &pid)
+        close(childEnd)
+        guard rc == 0 else {
+            close(pair[0])
+            return .failure(.notStarted("\(launch.executable): \(String(cString: strerror(rc)))"))
+        }
+        let process = WorkerProcess(pid: pid, fd: pair[0])
+        // The request is small and the socket buffer empty: this write does not block on a live child.
+        if !sendAll(pair[0], frame) {
+            // It is gone already (it could not run, or died at once): say how it ended.
+            return .failure(process.supervise(WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)) { _ in }.0)
+        }
+        return .success(process)
+    }
+
+    /// Asks the worker to finish (it sees end of file, stops its job and exits); `supervise` kills it if it has not
+    /// gone 2 s later.
+    func stop() {
+        if !stopRequested.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_WR)) }
+    }
+
+    /// Reads the worker's frames until it ends, handing each message but heartbeats to `deliver`, and kills it on
+    /// silence, a malformed frame, an overrun deadline or a stop it does not honour. Blocking: call it on a thread
+    /// of its own. Returns how the worker ended, with the last GLib error it reported; the worker is reaped.
+    func supervise(_ timing: WorkerTiming, deliver: (WorkerMessage) -> Void) -> (WorkerEnd, String?) {
+        defer { close(fd) }
+        let clock = ContinuousClock()
+        let started = clock.now
+        var lastFrame = started
+        var heardAny = false
+        var stopSince: ContinuousClock.Instant?
+        var buffer = WireFrameBuffer(maxPayload: WorkerLimits.maxPayload)
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        var fatalLog: String?
+
+        func kill(_ end: WorkerEnd) -> (WorkerEnd, String?) {
+            Glibc.kill(pid, SIGKILL)
+            _ = reap(blocking: true)
+            return (end, fatalLog)
+        }
+
+        while true {
+            let now = clock.now
+            if stopRequested.load(ordering: .acquiring), stopSince == nil { stopSince = now }
+            let silenceLimit = heardAny ? timing.silence : timing.startup
+            var due = lastFrame + silenceLimit
+            if let d = timing.deadline { due = min(due, started + d) }
+            if let s = stopSince { due = min(due, s + .seconds(2)) }
+            if now >= due {
+                if let s = stopSince, now >= s + .seconds(2) { return kill(.hung(.seconds(2))) }
+                if let d = timing.deadline, now >= started + d { return kill(.overran(d)) }
+                return kill(.hung(silenceLimit))
+            }
+            // Wake at least every 100 ms to notice a stop request.
+            let wait = min(due - now, .milliseconds(100))
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(clamping: max(1, wait.milliseconds)))
+            if ready < 0 && errno != EINTR { return kill(.malformed("poll: \(String(cString: strerror(errno)))")) }
+            guard ready > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                // End of file: the worker is exiting (or closed its socket, which only an exiting worker does).
+                return (reap(blocking: false), fatalLog)
+            }
+            buffer.append(chunk[0..<n])
+            do {
+                while let payload = try buffer.next() {
+                    let message = try WireCodec.decode(WorkerMessage.self, from: payload, limits: WorkerLimits.wire)
+                    lastFrame = clock.now
+                    heardAny = true
+                    switch message {
+                    case .heartbeat:
+                        continue
+                    case let .fatalLog(domain, text):
+                        fatalLog = "\(domain): \(String(text.prefix(200)))"
+                    case let .result(_, states) where states.count > WorkerLimits.maxStates:
+                        return kill(.malformed("\(states.count) states in one result"))
+                    case let .refused(why):
+                        _ = reap(blocking: false)
+                        return (.refused(String(why.prefix(200))), fatalLog)
+                    default:
+                        break
+                    }
+                    deliver(message)
+                }
+            } catch {
+                return kill(.malformed(error.message))
+            }
+        }
+    }
+
+    /// Reaps the worker; a worker that has not exited 2 s after closing its socket is killed first.
+    private func reap(blocking: Bool) -> WorkerEnd {
+        var status: Int32 = 0
+        if !blocking {
+            // End of file comes as the worker exits; its exit status a moment later.
+            for _ in 0..<2000 {
+                let r = waitpid(pid, &status, WNOHANG)
+                if r == pid { return WorkerProcess.end(status) }
+                if r < 0 && errno != EINTR { return .exited(-1) }
+                usleep(1000)
+            }
+            Glibc.kill(pid, SIGKILL)
+        }
+        while true {
+            let r = waitpid(pid, &status, 0)
+            if r == pid { return WorkerProcess.end(status) }
+            if r < 0 && errno != EINTR { return .exited(-1) }
+        }
+    }
+
+    private static func end(_ status: Int32) -> WorkerEnd {
+        // WIFEXITED / WTERMSIG, which the importer does not bring over (they are macros).
+        let signal = status & 0x7F
+        return signal == 0 ? .exited((status >> 8) & 0xFF) : .died(signal: signal)
+    }
+}
+
+/// The stop switch of a worker that may not have been spawned yet.
+final class WorkerHandle: Sendable {
+    private let process = Mutex<WorkerProcess?>(nil)
+    private let stopped = Atomic<Bool>(false)
+
+    func attach(_ p: WorkerProcess) {
+        process.withLock { $0 = p }
+        if stopped.load(ordering: .acquiring) { p.stop() }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        process.withLock { $0 }?.stop()
+    }
+}
+
+/// One worker's run seen from async code: messages as they come, then how it ended.
+enum WorkerEvent: Sendable {
+    case message(WorkerMessage)
+    case ended(WorkerEnd, fatalLog: String?)
+}
+
+enum WorkerRun {
+    /// Starts a worker for `job` and streams what it says, ending with `.ended`. Cancelling the consumer stops the
+    /// worker (end of file on its socket, SIGKILL 2 s later).
+    ///
+    /// The worker is spawned from the thread that supervises it, which lives until the worker is reaped: the
+    /// worker's parent-death signal follows the thread that created it (prctl(2), PR_SET_PDEATHSIG), so spawning from
+    /// a pool thread that the runtime later retires would kill a healthy worker.
+    static func events(_ launch: ModemWorkerLaunch, job: WorkerRequest.Job, timing: WorkerTiming, label: String)
+        -> AsyncStream<WorkerEvent>
+    {
+        // Bounded: a worker that floods its parent with states costs it at most this many (the newest are kept, and
+        // the last event, `.ended`, always is).
+        let (stream, continuation) = AsyncStream.makeStream(of: WorkerEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let request = WorkerRequest(version: WorkerRequest.version, job: job, heartbeat: timing.heartbeat)
+        let handle = WorkerHandle()
+        continuation.onTermination = { _ in handle.stop() }
+        let started = startThread {
+            switch WorkerProcess.start(launch, request: request, label: label) {
+            case let .failure(end):
+                continuation.yield(.ended(end, fatalLog: nil))
+            case let .success(process):
+                handle.attach(process)
+                let (end, log) = process.supervise(timing) { continuation.yield(.message($0)) }
+                continuation.yield(.ended(end, fatalLog: log))
+            }
+            continuation.finish()
+        }
+        if !started {
+            continuation.yield(.ended(.notStarted("no thread to supervise it"), fatalLog: nil))
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// A state from a worker, held to the port it was asked about: it cannot speak for another device.
+    static func bounded(_ state: ModemState, spec: ModemPortSpec) -> ModemState {
+        var s = state
+        s.device = spec.path
+        if let p = spec.protocol { s.protocol = p }
+        if let i = spec.interface { s.interface = i }
+        return s
+    }
+}
+
+// MARK: - The two shapes the rest of GatewayReach uses
+
+public enum IsolatedModemReader {
+    /// `ModemReader.read`, with each modem read in a worker process of its own when `options.worker` is set: a
+    /// worker that crashes, hangs or overruns is killed and its modem reported with the error, the others are
+    /// unaffected. With `options.worker` nil it is `ModemReader.read`.
+    public static func read(_ specs: [ModemPortSpec]?, options: ModemReadOptions) async -> (SourceHealth, [ModemState]) {
+        guard let launch = options.worker else { return await ModemReader.read(specs, options: options) }
+        let (health, ports) = ModemReader.prepare(specs, options: options)
+        guard health.available else { return (health, []) }
+        let timing = WorkerTiming(requestTimeout: options.requestTimeout, readTimeout: options.readTimeout)
+        let states = await withTaskGroup(of: (Int, ModemState).self) { group in
+            for (i, (spec, _)) in ports.enumerated() {
+                group.addTask { (i, await readOne(spec, options: options, launch: launch, timing: timing)) }
+            }
+            var states = [ModemState?](repeating: nil, count: ports.count)
+            for await (i, state) in group { states[i] = state }
+            return states.compactMap { $0 }
+        }
+        return (health, states)
+    }
+
+    static func readOne(_ spec: ModemPortSpec, options: ModemReadOptions, launch: ModemWorkerLaunch, timing: WorkerTiming)
+        async -> ModemState
+    {
+        var result: ModemState?
+        var ending: (WorkerEnd, String?) = (.exited(0), nil)
+        read: for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
+            switch event {
+            case let .message(.result(_, states)):
+                result = states.first.map { WorkerRun.bounded($0, spec: spec) }
+                // The answer is in: the worker is reaped on its supervising thread, nobody waits for that here.
+                break read
+            case let .message(.ready(capabilities)) where capabilities != 0:
+                options.logger.warning(
+                    "Modem worker kept capabilities", metadata: ["modem.device": "\(spec.path)", "capabilities": "\(capabilities)"])
+            case .message:
+                break
+            case let .ended(end, log):
+                ending = (end, log)
+            }
+        }
+        if let result { return result }
+        let message = ending.0 == .exited(0)
+            ? "modem worker ended without an answer (\(WorkerEnd.library(spec.protocol)))"
+            : ending.0.message(protocol: spec.protocol, lastFatalLog: ending.1)
+        options.logger.warning("Modem worker failed", metadata: ["modem.device": "\(spec.path)", "error": "\(message)"])
+        return ModemChannel.failedState(spec, ModemError(message), present: DeviceNode.check(spec.path) != .missing)
+    }
+}
+
+/// `ModemMonitor`, with the modem watched from a worker process when `options.read.worker` is set. A worker that
+/// dies, hangs or sends something malformed is killed; the modem's state then carries the error (cause
+/// `.workerFailed`) and a new worker is started after `options.reopen`'s backoff. With `options.read.worker` nil it
+/// is `ModemMonitor`.
+public struct IsolatedModemMonitor: Sendable {
+    public let port: ModemPortSpec
+    public let options: ModemMonitorOptions
+
+    public init(_ port: ModemPortSpec, options: ModemMonitorOptions = ModemMonitorOptions()) {
+        self.port = port
+        self.options = options
+    }
+
+    /// As `ModemMonitor.updates()`: the state after the first read, then each change; the stream runs until the
+    /// consumer stops, which stops the worker (its port is closed and client ids released).
+    public func updates() -> AsyncStream<ModemUpdate> {
+        guard let launch = options.read.worker else { return ModemMonitor(port, options: options).updates() }
+        let (stream, continuation) = AsyncStream.makeStream(of: ModemUpdate.self, bufferingPolicy: .bufferingNewest(64))
+        let task = Task { [self] in
+            await self.run(launch, continuation)
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    private func run(_ launch: ModemWorkerLaunch, _ out: AsyncStream<ModemUpdate>.Continuation) async {
+        // The port as the worker will see it (protocol and interface from sysfs), for the states said on its behalf.
+        let (_, prepared) = ModemReader.prepare([port], options: options.read)
+        let spec = prepared.first?.0 ?? port
+        let timing = WorkerTiming(requestTimeout: options.read.requestTimeout, readTimeout: nil)
+        let logger = options.read.logger
+        var last: ModemState?
+        var failedBefore = false
+        var attempt = 0
+        func emit(_ state: ModemState, _ cause: ModemUpdateCause) {
+            guard state != last else { return }
+            last = state
+            out.yield(ModemUpdate(state: state, cause: cause))
+        }
+
+        while !Task.isCancelled {
+            if attempt > 0 {
+                let delay = options.reopen.delay(attempt: attempt - 1)
+                logger.debug("Restarting modem worker", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
+                do { try await Task.sleep(for: delay) } catch { break }
+            }
+            attempt += 1
+            let started = ContinuousClock.now
+            var first = true
+            var ending: (WorkerEnd, String?) = (.exited(0), nil)
+            for await event in WorkerRun.events(launch, job: .monitor(port, options), timing: timing, label: port.path) {
+                switch event {
+                case let .message(.update(update)):
+                    var cause = update.cause
+                    // A new worker's first read after one failed is the modem coming back.
+                    if first && failedBefore && cause == .initialRead { cause = .reopened }
+                    first = false
+                    emit(WorkerRun.bounded(update.state, spec: spec), cause)
+                case let .message(.ready(capabilities)) where capabilities != 0:
+                    logger.warning(
+                        "Modem worker kept capabilities",
+                        metadata: ["modem.device": "\(spec.path)", "capabilities": "\(capabilities)"])
+                case .message:
+                    break
+                case let .ended(end, log):
+                    ending = (end, log)
+                }
+            }
+            if Task.isCancelled { break }
+            let message = ending.0.message(protocol: spec.protocol, lastFatalLog: ending.1)
+            logger.warning("Modem worker failed", metadata: ["modem.device": "\(spec.path)", "error": "\(message)"])
+            emit(
+                ModemChannel.failedState(spec, ModemError(message), present: DeviceNode.check(spec.path) != .missing),
+                .workerFailed)
+            failedBefore = true
+            // A worker that ran longer than the longest backoff was healthy: start the next one soon.
+            if ContinuousClock.now - started > options.reopen.maximum { attempt = 1 }
+        }
+    }
+}

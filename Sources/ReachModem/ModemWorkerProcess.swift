@@ -1,0 +1,183 @@
+// The modem worker's side: a process that runs libqmi/libmbim and their GLib loop for one modem and reports to its
+// parent over fd 3 (ModemWorkerProtocol.swift). If a modem's bytes make a library abort (libmbim 1.28's
+// `mbim_message_device_services_response_parse` asks g_malloc0 for a size read from the wire, and GLib aborts when it
+// cannot have it), this process dies and its parent says so; nothing else does.
+//
+// `reach modem-worker` calls `ModemWorkerProcess.main()`; another program embedding GatewayReach can do the same
+// from its own main and point `ModemReadOptions.worker` at itself.
+
+import CGLibShims
+import Logging
+import ReachCore
+import ReachGLib
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum ModemWorkerProcess {
+    /// The descriptor a worker talks to its parent on.
+    static let channel: Int32 = 3
+
+    /// Runs the worker: reads its one request from fd 3, drops every capability, does the job, and returns the exit
+    /// status (0 when the job ended as asked; 64 when fd 3 is not a worker socket, as when run by hand; 65 when the
+    /// request is not understood). A lost parent ends it too (SIGKILL through PR_SET_PDEATHSIG, or end of file).
+    public static func main() async -> Int32 {
+        var st = stat()
+        guard fstat(channel, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else {
+            printError("reach modem-worker: this command is started by reach itself (fd 3 must be its socket)")
+            return 64
+        }
+        // Ctrl-C in a terminal, a terminal hang-up and systemd's stop reach the whole process group; the parent
+        // decides when its workers end (end of file on the socket), or dies and takes them along (PR_SET_PDEATHSIG).
+        // A worker killed by them first would be reported as failed in the parent's last line.
+        for s in [SIGHUP, SIGINT, SIGTERM] { signal(s, SIG_IGN) }
+        let link = WorkerLink(fd: channel)
+        let request: WorkerRequest
+        switch link.readRequest(timeoutMs: 10_000) {
+        case let .success(r): request = r
+        case let .failure(e):
+            link.send(.refused("\(e)"))
+            return 65
+        }
+        guard request.version == WorkerRequest.version else {
+            link.send(.refused("request version \(request.version), this worker speaks \(WorkerRequest.version)"))
+            return 65
+        }
+
+        var step = CGLibShims_confine_ok
+        let rc = CGLibShims_worker_confine(&step)
+        if rc != 0 {
+            // Not fatal: a sandbox that forbids prctl/capset must not leave a modem unread. The parent logs what is left.
+            printError("reach modem-worker: confining failed at step \(step.rawValue): \(String(cString: strerror(rc)))")
+        }
+        link.send(.ready(capabilities: UInt64(CGLibShims_worker_effective_capabilities())))
+
+        // A GLib error is fatal (abort); say what it was while we still can.
+        GLibLog.onSevere { domain, message in link.send(.fatalLog(domain: domain, message: message)) }
+        let heartbeat = Task.detached {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: request.heartbeat) } catch { return }
+                // A callback that ran on the GLib loop thread: libqmi/libmbim are not stuck inside one.
+                await GLibLoop.shared.run {}
+                link.send(.heartbeat)
+            }
+        }
+        let job = Task {
+            switch request.job {
+            case let .read(spec, options):
+                var options = options
+                options.worker = nil
+                let (health, states) = await ModemReader.read([spec], options: options)
+                link.send(.result(health, states))
+            case let .monitor(spec, options):
+                var options = options
+                options.read.worker = nil
+                for await update in ModemMonitor(spec, options: options).updates() { link.send(.update(update)) }
+            }
+        }
+        // The parent closes its end to stop a monitor (or has died): cancel the job, which closes the port.
+        link.watchForEnd { job.cancel() }
+        await job.value
+        if job.isCancelled {
+            // Let the cancelled monitor release its client ids and close the port; the parent allows 2 s.
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+        heartbeat.cancel()
+        return 0
+    }
+}
+
+/// The worker's end of the socket: frames out under a lock (the job, the heartbeat and GLib's log writer all send),
+/// and a thread that notices the parent closing its end.
+final class WorkerLink: Sendable {
+    let fd: Int32
+    private let lock = Mutex(())
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// The parent's request frame, within `timeoutMs`.
+    func readRequest(timeoutMs: Int32) -> Result<WorkerRequest, WireError> {
+        var buffer = WireFrameBuffer(maxPayload: WorkerLimits.maxPayload)
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            do {
+                if let payload = try buffer.next() {
+                    return .success(try WireCodec.decode(WorkerRequest.self, from: payload))
+                }
+            } catch {
+                return .failure(error)
+            }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, timeoutMs)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return .failure(WireError("no request within \(timeoutMs) ms")) }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return .failure(WireError("the parent closed the socket before its request")) }
+            buffer.append(chunk[0..<n])
+        }
+    }
+
+    /// Sends one message; a parent that is gone ends the process.
+    func send(_ message: WorkerMessage) {
+        guard let frame = try? WireFrame.encode(message) else { return }
+        let ok = lock.withLock { _ in sendAll(fd, frame) }
+        if !ok { _exit(0) }
+    }
+
+    /// Calls `onEnd` (once, on a thread of its own) when the parent closes its end of the socket or goes away.
+    func watchForEnd(_ onEnd: @escaping @Sendable () -> Void) {
+        let fd = self.fd
+        startThread {
+            var byte: UInt8 = 0
+            while true {
+                let n = recv(fd, &byte, 1, 0)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                // The parent sends nothing after its request; anything more is ignored.
+            }
+            onEnd()
+        }
+    }
+}
+
+/// send(2) of all of `bytes` on a socket, without SIGPIPE when the peer is gone. False when it is.
+func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return false }
+        offset += n
+    }
+    return true
+}
+
+/// Runs `body` on a detached thread of its own (blocking work that must stay off Swift concurrency's pool). False
+/// when no thread could be had (the body is then not run).
+@discardableResult
+func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+    final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, nil, { arg in
+        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+        return nil
+    }, box)
+    if rc != 0 {
+        Unmanaged<Box>.fromOpaque(box).release()
+        return false
+    }
+    pthread_detach(thread)
+    return true
+}
+
+/// A line on standard error, whole.
+func printError(_ text: String) {
+    _ = writeAll(2, Array((text + "\n").utf8))
+}
