@@ -337,9 +337,12 @@ public enum DiagChecks {
                 DiagCheck("route.default", title, .fail, "\(l.name) has no carrier",
                           hint: "check the cable or the radio link of \(l.name)"))
         } else {
+            let underlayBroken = r.underlay.map { $0.firstDownHop != nil || $0.blocking } ?? false
             out.append(
                 DiagCheck("route.default", title, .fail, SnapshotText.headline(s),
-                          hint: "the route exists but is not usable"))
+                          hint: underlayBroken
+                            ? "\(r.link?.name ?? "the route") cannot carry packets below it: see the underlay checks"
+                            : "the route exists but is not usable"))
         }
         if let chain = r.underlay { out += underlay(chain) }
         guard r.gateway != nil else {
@@ -423,6 +426,7 @@ public enum DiagChecks {
             }
             var detail = "\(name): reachable over \(u.medium.rawValue)"
             if let r = u.route {
+                if let chain = r.underlay, chain.underlay != nil { detail += " over \(chain.names)" }
                 detail += r.gateway.map { " via \($0)" } ?? " (on-link)"
                 if let m = r.metric { detail += ", metric \(m)" }
             }

@@ -44,6 +44,7 @@ import Testing
         #expect(lost.first { $0.id == "route.underlay[wwan0]" }?.status == .fail)
         #expect(lost.first { $0.id == "route.underlay[wwan0]" }?.hint != nil)
         #expect(lost.first { $0.id == "route.default" }?.detail == "not reachable: vx0: its underlay wwan0 has no carrier")
+        #expect(lost.first { $0.id == "route.default" }?.hint == "vx0 cannot carry packets below it: see the underlay checks")
         #expect(DiagChecks.verdict(lost) == .notReachable)
 
         let loop = Self.checks(Self.vxlan(problem: "vx0: the route to its remote 198.18.0.1 goes back through vx0 (a loop)", blocking: true))
