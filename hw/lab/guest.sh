@@ -84,10 +84,11 @@ tunnels() {
     nx "$bin/reach" status --no-modems --no-wifi --json "$@" > $t/$name.json 2> $t/$name.err
     echo $? > $t/$name.rc
   }
-  reach_text() {  # NAME [reach status args]: the JSON, exit code and text
-    reach_ns "$@"
+  reach_text() {  # NAME [reach status args]: the text (and the exit code, when no JSON run gave it)
     local name=$1; shift
     nx "$bin/reach" status --no-modems --no-wifi "$@" > $t/$name.txt 2>> $t/$name.err
+    local rc=$?
+    [ -f $t/$name.rc ] || echo $rc > $t/$name.rc
   }
   ip netns add $ns || { echo "ip netns add failed" > $t/error.txt; return; }
   nx ip link set lo up
@@ -108,6 +109,7 @@ tunnels() {
   nx ip addr add 10.78.0.2/30 dev gre2
   nx ip link set gre2 up
   nx ip route add 100.65.0.0/16 dev gre2
+  reach_ns gre --address 100.64.1.1
   reach_text gre --address 100.64.1.1
   reach_ns gre-bound --address 100.65.1.1
   # WireGuard in wg-quick's layout: fwmark 51820; unmarked packets go to table 51820 (default dev wg0), WireGuard's
@@ -125,11 +127,12 @@ tunnels() {
   nx ip rule add not fwmark 51820 table 51820
   nx ip rule add table main suppress_prefixlength 0
   nx wg show wg0 > $t/wg-show.txt 2>&1
+  reach_ns wg --address 198.51.100.10
   reach_text wg --address 198.51.100.10
   reach_ns wg-peer2 --address 10.200.0.5
   # Without the fwmark WireGuard's own packets would enter wg0 again: a loop the kernel refuses.
   nx wg set wg0 fwmark 0
-  reach_text wg-nomark --address 198.51.100.10
+  reach_ns wg-nomark --address 198.51.100.10
   nx wg set wg0 fwmark 51820
   # Without CAP_NET_ADMIN the peers cannot be read: the answer stands and says why.
   nx setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/reach" status --no-modems --no-wifi --json \
