@@ -386,7 +386,7 @@ public struct ModemEngine: Sendable {
             if let patch = op.set {
                 var probe = state
                 _ = probe.apply(patch)
-                try ScenarioParser.checkConsistency(probe, path: "control.set")
+                try ScenarioParser.checkConsistency(probe, path: "control.set", protocol: modemProtocol)
             }
         } catch {
             return (JSON.object([("ok", .bool(false)), ("error", .string(error.description))]).serialized(), [])

@@ -64,6 +64,7 @@ public enum MBIMServices {
 
     /// MS Basic Connect Extensions CIDs used here.
     public enum MSBasicConnectExtensions {
+        public static let baseStationsInfo: UInt32 = 11
         public static let version: UInt32 = 15
     }
 

@@ -66,6 +66,9 @@ public struct MBIMDevice: Sendable {
         {
             return version(m)
         }
+        if service == MBIMServices.msBasicConnectExtensions, m.cid == MBIMServices.MSBasicConnectExtensions.baseStationsInfo {
+            return baseStationsInfo(m, state)
+        }
         return (MBIMStatus.noDeviceSupport, [])
     }
 
@@ -131,7 +134,7 @@ public struct MBIMDevice: Sendable {
             if errorRate != 0 { signalConfig.errorRateThreshold = errorRate }
             return (ok, MBIMEncoding.signalState(state, config: signalConfig, v2: negotiated >= .v2))
         case (BC.deviceServices, false):
-            return (ok, MBIMEncoding.deviceServices(mbimex: scenario.mbimex))
+            return (ok, MBIMEncoding.deviceServices(mbimex: scenario.mbimex, baseStations: scenario.hasCellReporting))
         case (BC.deviceServiceSubscribeList, true):
             guard let events = try? MBIMEncoding.parseSubscribeList(m.buffer) else {
                 return (MBIMStatus.invalidParameters, [])

@@ -267,9 +267,12 @@ enum MBIMEncoding {
     /// The CIDs each service offers; MS Basic Connect Extensions (with Version) only with MBIMEx 2.0 or later.
     static let basicConnectCIDs: [UInt32] = [1, 2, 3, 4, 6, 9, 10, 11, 16, 19]
 
-    static func deviceServices(mbimex: MBIMExVersion) -> [UInt8] {
+    /// `baseStations`: MS Basic Connect Extensions Base Stations Info (11) too, for a scenario with cells.
+    static func deviceServices(mbimex: MBIMExVersion, baseStations: Bool = false) -> [UInt8] {
         var services: [(MBIMUUID, [UInt32])] = [(MBIMServices.basicConnect, basicConnectCIDs)]
-        if mbimex >= .v2 { services.append((MBIMServices.msBasicConnectExtensions, [MBIMServices.MSBasicConnectExtensions.version])) }
+        var extensions: [UInt32] = baseStations ? [MBIMServices.MSBasicConnectExtensions.baseStationsInfo] : []
+        if mbimex >= .v2 { extensions.append(MBIMServices.MSBasicConnectExtensions.version) }
+        if !extensions.isEmpty { services.append((MBIMServices.msBasicConnectExtensions, extensions)) }
         var b = MBIMBufferBuilder()
         b.u32(UInt32(services.count))
         b.u32(0)  // max DSS sessions

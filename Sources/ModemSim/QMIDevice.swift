@@ -222,6 +222,7 @@ public struct QMIDevice: Sendable {
             guard options.getSignalInfo else { return QMIMessage.response(to: r, error: options.unsupportedError) }
             return QMIMessage.response(to: r)
         default:
+            if let answer = cellRequest(r, state) { return answer }
             return QMIMessage.response(to: r, error: options.unsupportedError)
         }
     }

@@ -89,6 +89,9 @@ public enum QMIMessageNames {
         (QMIService.nas, ID.nasGetSignalInfo, "get_signal_info"),
         (QMIService.nas, ID.nasConfigSignalInfo, "config_signal_info"),
         (QMIService.nas, ID.nasConfigSignalInfoV2, "config_signal_info_v2"),
+        (QMIService.nas, ID.nasGetRFBandInformation, "get_rf_band_information"),
+        (QMIService.nas, ID.nasGetCellLocationInfo, "get_cell_location_info"),
+        (QMIService.nas, ID.nasGetLTECphyCAInfo, "get_lte_cphy_ca_info"),
         (QMIService.uim, ID.uimRegisterEvents, "register_events"),
         (QMIService.uim, ID.uimGetCardStatus, "get_card_status"),
     ]

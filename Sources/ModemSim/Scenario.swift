@@ -21,12 +21,14 @@ public struct SimulatedState: Sendable, Equatable {
     /// 3GPP TS 24.008 / 24.301 reject cause while denied.
     public var rejectCause: Int?
     public var cell: Cell
+    /// The serving cell's radio, carriers and neighbours (ScenarioCells.swift).
+    public var cells: SimulatedCells
 
     public init(
         sim: SIMState = .ready, registration: RegistrationState = .idle, accessTechnologies: AccessTechnologies = .none,
         networkOperator: NetworkOperator? = nil, signal: SignalMeasurement = SignalMeasurement(),
         nrSignal: SignalMeasurement? = nil, packetService: PacketServiceState = .detached, rejectCause: Int? = nil,
-        cell: Cell = Cell()
+        cell: Cell = Cell(), cells: SimulatedCells = SimulatedCells()
     ) {
         self.sim = sim
         self.registration = registration
@@ -37,6 +39,7 @@ public struct SimulatedState: Sendable, Equatable {
         self.packetService = packetService
         self.rejectCause = rejectCause
         self.cell = cell
+        self.cells = cells
     }
 
     public var isRegistered: Bool { registration.isRegistered }
@@ -189,6 +192,7 @@ public struct StatePatch: Sendable, Equatable {
     public var packetService: PacketServiceState?
     public var rejectCause: Int??
     public var cell: Cell?
+    public var cells: SimulatedCellsPatch?
 
     public init() {}
 
@@ -219,6 +223,7 @@ extension SimulatedState {
         if let v = patch.packetService { packetService = v }
         if let v = patch.rejectCause { rejectCause = v }
         if let v = patch.cell { cell = v }
+        patch.cells?.apply(to: &cells)
         var changed: StateAspects = []
         if sim != before.sim { changed.insert(.sim) }
         if registration != before.registration || networkOperator != before.networkOperator

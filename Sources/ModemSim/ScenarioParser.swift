@@ -122,7 +122,7 @@ public enum ScenarioParser {
 
     static let topKeys = [
         "protocol", "description", "device", "sim", "identifiers", "home_operator", "state", "mbimex", "qmi",
-        "mbim", "timeline", "faults", "seed",
+        "mbim", "timeline", "faults", "seed", "signal_walk",
     ]
 
     static func scenario(_ node: Node) throws(ScenarioError) -> Scenario {
@@ -138,7 +138,7 @@ public enum ScenarioParser {
         guard patch.registration != nil else { throw ScenarioError(stateNode.path + ".registration", "missing (required)") }
         _ = s.state.apply(patch)
         if let n = o.optional("sim") { s.state.sim = try sim(n) }
-        try checkConsistency(s.state, path: stateNode.path)
+        try checkConsistency(s.state, path: stateNode.path, protocol: proto)
         if let n = o.optional("mbimex") {
             guard proto == .mbim else { throw n.fail("applies only to \"protocol\": \"mbim\"") }
             s.mbimex = try n.oneOf(MBIMExVersion.allCases.map { ($0.rawValue, $0) })
@@ -166,16 +166,23 @@ public enum ScenarioParser {
                 last = step.atMs
                 if let p = step.operation.set {
                     _ = probe.apply(p)
-                    try checkConsistency(probe, path: item.path + ".set")
+                    try checkConsistency(probe, path: item.path + ".set", protocol: proto)
                 }
                 s.timeline.append(step)
             }
+        }
+        if let n = o.optional("signal_walk") {
+            // Merged into the timeline in time order; a walk step at the same time as a timeline step comes after it.
+            let walk = try signalWalk(n, initial: s.state)
+            s.timeline = (s.timeline + walk).enumerated().sorted { ($0.element.atMs, $0.offset) < ($1.element.atMs, $1.offset) }
+                .map(\.element)
         }
         return s
     }
 
     /// A registered modem needs a technology and an operator; say so rather than emit messages no modem sends.
-    static func checkConsistency(_ state: SimulatedState, path: String) throws(ScenarioError) {
+    static func checkConsistency(_ state: SimulatedState, path: String, protocol proto: ModemProtocol) throws(ScenarioError) {
+        try checkCells(state, protocol: proto, path: path)
         if state.isRegistered {
             guard !state.accessTechnologies.isEmpty else {
                 throw ScenarioError(path + ".access_technologies", "a registered modem needs at least one technology")
@@ -232,6 +239,7 @@ public enum ScenarioParser {
 
     static let stateKeys = [
         "registration", "access_technologies", "operator", "signal", "packet_service", "reject_cause", "cell",
+        "nr_cell", "carriers", "neighbours",
     ]
 
     /// The `state` object, or a timeline/control `set` (which may also change `sim`).
@@ -271,13 +279,19 @@ public enum ScenarioParser {
             p.rejectCause = .some(try n.map { (x) throws(ScenarioError) in Int(try x.integer(in: 0...255)) })
         }
         if let n = o.optional("cell") {
-            let c = try n.object(["lac", "tac", "cell_id"])
+            let c = try n.object(cellKeys)
             var cell = Cell()
             if let x = c.optional("lac") { cell.lac = UInt16(try x.integer(in: 0...0xFFFF)) }
             if let x = c.optional("tac") { cell.tac = UInt32(try x.integer(in: 0...0xFF_FFFF)) }
             if let x = c.optional("cell_id") { cell.cellID = UInt32(try x.integer(in: 0...0xFFFF_FFFF)) }
             p.cell = cell
+            if let radio = try cellRadio(c) {
+                var cells = p.cells ?? SimulatedCellsPatch()
+                cells.serving = .some(radio)
+                p.cells = cells
+            }
         }
+        try cellsPatch(o, into: &p)
         return p
     }
 

@@ -220,7 +220,13 @@ public enum DiagChecks {
         let bars = m.bars(policy)
         var detail = "\(m.generation.name)"
         if let mode = m.nrMode { detail += " \(mode)" }
-        detail += " (" + m.accessTechnologies.names.joined(separator: "+") + "), \(bars) bar\(bars == 1 ? "" : "s")"
+        detail += " (" + m.accessTechnologies.names.joined(separator: "+") + ")"
+        // Where the modem is: "on LTE B3 + B7, 40 MHz, EARFCN 1300, PCI 123".
+        var cell: [String] = []
+        if let bands = CellSummary.bands(m) { cell.append(bands) }
+        if let c = m.cells.cell, let ch = CellSummary.channel(c) { cell.append(ch) }
+        if !cell.isEmpty { detail += " on " + cell.joined(separator: ", ") + ";" } else { detail += "," }
+        detail += " \(bars) bar\(bars == 1 ? "" : "s")"
         detail += " (\(policy.name)\(policy.overridden.isEmpty ? "" : ", custom thresholds"))"
         let sig = m.signal
         let measures: [(String, Double?, String)] = [
@@ -500,7 +506,8 @@ public enum Redact {
         case let .object(members):
             return .object(
                 members.compactMap { k, value in
-                    if k == "identifiers" { return nil }
+                    // Identifiers, and what locates the box in public cell databases (TAC/LAC, cell ids).
+                    if ["identifiers", "tac", "lac", "cell_id"].contains(k) { return nil }
                     if k == "bssid", let s = value.stringValue { return (k, .string(bssid(s))) }
                     return (k, json(value))
                 })

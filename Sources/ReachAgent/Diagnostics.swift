@@ -44,6 +44,14 @@ public struct DiagReport: Sendable {
     }
 }
 
+extension DiagReport {
+    /// The report of these facts: their checks and the verdict.
+    public init(facts: DiagFacts, showIdentifiers: Bool) {
+        let checks = DiagChecks.evaluate(facts, showIdentifiers: showIdentifiers)
+        self.init(facts: facts, checks: checks, verdict: DiagChecks.verdict(checks))
+    }
+}
+
 public enum Diagnostics {
     /// `modemWorker`: read the modems in worker processes started this way (`ModemReadOptions.worker`).
     public static func run(config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil) async
@@ -78,8 +86,7 @@ public enum Diagnostics {
         facts.dnsSources = dns.sources
         facts.dnsError = dns.error
         if let p = config.probe, let r = await probeResult { facts.probe = (p, r) }
-        let checks = DiagChecks.evaluate(facts, showIdentifiers: showIdentifiers)
-        return DiagReport(facts: facts, checks: checks, verdict: DiagChecks.verdict(checks))
+        return DiagReport(facts: facts, showIdentifiers: showIdentifiers)
     }
 
     /// Every interface with its flags and addresses. The corresponding C function is `getifaddrs`.

@@ -100,6 +100,14 @@ public enum PrometheusText {
             for m in modems { sample("reach_modem_present", modemLabels(m), m.present ? 1 : 0) }
             family("reach_modem_generation", "gauge", "The modem's generation: 0 none, 2 to 5.")
             for m in modems { sample("reach_modem_generation", modemLabels(m), Double(m.generation.rawValue)) }
+            family("reach_modem_info", "gauge", "1 per modem; the labels say what it is on (band: the active carriers').")
+            for m in modems { sample("reach_modem_info", modemLabels(m) + infoLabels(m), 1) }
+            family("reach_wwan_carriers", "gauge", "Component carriers in use (PCell, activated SCells, NR PSCell); absent when the modem does not say.")
+            for m in modems {
+                if let carriers = m.cells.carriers {
+                    sample("reach_wwan_carriers", modemLabels(m), Double(carriers.filter(\.isActive).count))
+                }
+            }
             let policy = first.snapshot.signalPolicy
             family("reach_modem_bars", "gauge", "Signal bars 0-4 as reported (hysteresis applied).")
             for m in modems {
@@ -175,6 +183,15 @@ public enum PrometheusText {
 
     static func modemLabels(_ m: ModemState) -> [(String, String)] {
         [("device", m.device), ("interface", m.interface ?? "")]
+    }
+
+    /// The info series' own labels: protocol, technologies ("lte+5gnr"), band ("B3+B7+n78", empty when unknown),
+    /// operator ("262-01"). No cell identity: the textfile may leave the box.
+    static func infoLabels(_ m: ModemState) -> [(String, String)] {
+        [
+            ("protocol", m.protocol.rawValue), ("access_technologies", m.accessTechnologies.names.joined(separator: "+")),
+            ("band", CellSummary.bandList(m) ?? ""), ("operator", m.plmn.map { "\($0.mcc)-\($0.mnc)" } ?? ""),
+        ]
     }
 
     /// Label values escape backslash, double quote and newline.

@@ -11,20 +11,8 @@ public enum WatchText {
             var text = s.time.rfc3339 + "  " + SnapshotText.headline(s)
             if s.wwanStatus != .none { text += " · wwan \(s.wwanStatus.name)" }
             if let change {
-                var changed = change.changed.map(\.rawValue)
-                if change.changed.contains(.bars) {
-                    changed.removeAll { $0 == "bars" }
-                    changed += change.bars.map { b in
-                        "bars \(b.link.name) \(b.from.map(String.init) ?? "-")→\(b.to.map(String.init) ?? "gone")"
-                    }
-                }
-                if change.changed.contains(.uplinks) {
-                    changed.removeAll { $0 == "uplinks" }
-                    changed += change.uplinks.map { u in
-                        "uplink \(u.interface) \(u.from.map(uplinkState) ?? "-")→\(u.to.map(uplinkState) ?? "gone")"
-                    }
-                }
-                text += "  [\(changed.joined(separator: ", "))] \(change.reason)"
+                // The fields in brackets, the details once, in the reason ("/dev/x 3→2 bars").
+                text += "  [\(change.changed.map(\.rawValue).joined(separator: ", "))] \(change.reason)"
             }
             return text
         case .periodic, .stop:

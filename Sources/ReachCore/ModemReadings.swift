@@ -219,6 +219,13 @@ public struct QMISignalThresholds: Sendable, Equatable {
     /// LTE SNR in 0.1 dB (i16), when the policy uses it.
     public var lteSNR: [Int16]
 
+    public init(rssi: [Int8], rsrp: [Int16], rsrq: [Int8], lteSNR: [Int16]) {
+        self.rssi = rssi
+        self.rsrp = rsrp
+        self.rsrq = rsrq
+        self.lteSNR = lteSNR
+    }
+
     public init(_ policy: SignalPolicy) {
         rssi = policy.boundaries(.rssi, families: [.gsm, .wcdma, .lte]).map { Int8(clamping: Int($0.rounded())) }
         rsrp = policy.boundaries(.rsrp, families: [.lte, .nr]).map { Int16(clamping: Int($0.rounded())) }

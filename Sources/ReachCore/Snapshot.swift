@@ -94,6 +94,8 @@ public struct ModemState: Sendable, Equatable, Codable {
     public var model: String?
     public var manufacturer: String?
     public var firmware: String?
+    /// Serving cell, component carriers and neighbours; each nil when the modem gave none.
+    public var cells: CellReadings
     /// The last error talking to the modem (timeout, protocol error, malformed reply), if any.
     public var error: String?
 
@@ -106,6 +108,7 @@ public struct ModemState: Sendable, Equatable, Codable {
         self.signal = SignalMeasurement()
         self.sim = .unknown
         self.identifiers = ModemIdentifiers()
+        self.cells = CellReadings()
     }
 
     public var generation: Generation { registration.isRegistered ? accessTechnologies.generation : .none }
@@ -336,6 +339,7 @@ extension ModemState {
             ("sim", .string(sim.rawValue)),
             ("packet_service", .optional(packetService?.rawValue)),
             ("reject_cause", .optional(rejectCause)),
+        ] + cells.jsonMembers(showIdentifiers: showIdentifiers) + [
             ("error", .optional(error)),
         ]
         if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {

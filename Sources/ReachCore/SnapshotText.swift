@@ -99,7 +99,10 @@ public enum SnapshotText {
             var gen = m.generation == .none ? "no service" : m.generation.name.uppercased()
             if let mode = m.nrMode { gen += " " + mode.uppercased() }
             parts.append(gen)
-            if !m.accessTechnologies.isEmpty { parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + ")") }
+            if !m.accessTechnologies.isEmpty {
+                let bands = CellSummary.bandList(m).map { " " + $0 } ?? ""
+                parts.append("(" + m.accessTechnologies.names.joined(separator: "+") + bands + ")")
+            }
             let bars = m.bars(signalPolicy)
             var barText = "\(barGlyphs(bars)) \(bars)/4"
             if signalPolicy != .android {

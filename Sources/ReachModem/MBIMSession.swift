@@ -204,7 +204,7 @@ final class MBIMSession: @unchecked Sendable {
     // MARK: Commands
 
     /// One command: build the request, send it, check COMMAND_DONE's status, parse the reply.
-    private func command<T: Sendable>(
+    func command<T: Sendable>(
         _ name: String, build: @escaping @Sendable () -> OpaquePointer?,
         parse: @escaping @Sendable (OpaquePointer?, UInt8) throws -> T
     ) async throws -> T {
@@ -296,18 +296,21 @@ final class MBIMSession: @unchecked Sendable {
     // MARK: Notifications
 
     /// Connects the sink and asks for signal-state reports on every 2 dB change (RssiThreshold 1, the finest MBIM
-    /// allows; interval left to the device). MBIM devices send Register State, Packet Service, Signal State and
+    /// allows; the interval is the device's, or the live view's with `.live`). MBIM devices send Register State, Packet Service, Signal State and
     /// Subscriber Ready Status notifications without being asked.
-    func subscribe(_ sink: @escaping @Sendable (MBIMIndication) -> Void) async -> IndicationSupport {
+    func subscribe(
+        _ sink: @escaping @Sendable (MBIMIndication) -> Void, signal reporting: SignalReporting = .barBoundaries
+    ) async -> IndicationSupport {
         await loop.run {
             self.sink = sink
             // A hang-up between the read and now had nobody to tell; tell the new subscriber.
             if self.calls.abortedWith != nil { sink(.removed) }
         }
+        let interval = reporting.mbimSignalStrengthInterval
         do {
             _ = try await command(
                 "mbim_message_signal_state_set",
-                build: { mbim_message_signal_state_set_new(0, 1, 0xFFFF_FFFF, nil) },
+                build: { mbim_message_signal_state_set_new(interval, 1, 0xFFFF_FFFF, nil) },
                 parse: { _, _ in () })
         } catch {
             logger.debug("MBIM Signal State set failed, relying on the device's default reporting",
@@ -327,6 +330,11 @@ final class MBIMSession: @unchecked Sendable {
 
     var isRemoved: Bool {
         get async { await loop.run { self.calls.abortedWith != nil } }
+    }
+
+    /// The MBIMEx major version in use, read on the loop thread.
+    var negotiatedMBIMEx: UInt8 {
+        get async { await loop.run { self.mbimex } }
     }
 }
 

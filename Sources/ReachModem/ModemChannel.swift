@@ -13,6 +13,10 @@ enum ChannelEvent: Sendable {
     case mbim(MBIMIndication)
     /// Time to poll what the modem does not announce.
     case poll
+    /// Time to read the cells again (band, channel, carriers and neighbours are never announced).
+    case refreshCells
+    /// Time to poll the signal alone (a live view over a modem that cannot announce it).
+    case pollSignal
 }
 
 actor ModemChannel {
@@ -23,12 +27,16 @@ actor ModemChannel {
 
     let spec: ModemPortSpec
     private let session: Session
-    private let logger: Logger
+    let logger: Logger
     private let quirks: ModemQuirks
     private(set) var state: ModemState
     private var qmi = QMIModemReadings()
     private var mbim = MBIMModemReadings()
     private var readStaticInfo = false
+    /// Cell readings (ModemChannelCells.swift), and the cell requests the modem does not know.
+    var qmiCells = QMICellSources()
+    var mbimCells: MBIMBaseStations?
+    var unsupportedCellRequests: Set<String> = []
 
     private init(spec: ModemPortSpec, protocol p: ModemProtocol, session: Session, logger: Logger, quirks: ModemQuirks) {
         self.spec = spec
@@ -89,30 +97,35 @@ actor ModemChannel {
                 try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) }
                 try await self.guarded { self.qmi = try await q.readSignal(self.qmi) }
                 try await self.guarded { self.qmi.sim = try await q.sim() }
+                try await self.readQMICells(q)
                 try await self.readQMIStatic(q)
             case let .mbim(m):
                 if !self.readStaticInfo { try await self.readMBIMCaps(m) }
                 try await self.readMBIMNetwork(m)
                 try await self.guarded { self.mbim.signal = try await m.signalState() }
                 try await self.guarded { try await self.readMBIMSIM(m) }
+                try await self.readMBIMCells(m)
                 self.readStaticInfo = true
             }
         }
     }
 
-    /// Re-reads only what the modem does not announce. False when the modem stopped answering or went away.
+    /// Re-reads only what the modem does not announce (and the cells when `cells`). False when the modem stopped
+    /// answering or went away.
     @discardableResult
-    func poll(_ support: IndicationSupport) async -> Bool {
+    func poll(_ support: IndicationSupport, cells: Bool = false) async -> Bool {
         await step { s in
             switch s {
             case let .qmi(q):
                 if !support.registration { try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) } }
                 if !support.signal { try await self.guarded { self.qmi = try await q.readSignal(self.qmi) } }
                 if !support.sim { try await self.guarded { self.qmi.sim = try await q.sim() } }
+                if cells { try await self.readQMICells(q) }
             case let .mbim(m):
                 if !support.registration { try await self.readMBIMNetwork(m) }
                 if !support.signal { try await self.guarded { self.mbim.signal = try await m.signalState() } }
                 if !support.sim { try await self.guarded { try await self.readMBIMSIM(m) } }
+                if cells { try await self.readMBIMCells(m) }
             }
         }
     }
@@ -215,19 +228,24 @@ actor ModemChannel {
 
     private func deriveState() {
         switch session {
-        case .qmi: qmi.apply(to: &state)
+        case .qmi:
+            qmi.apply(to: &state)
+            state.cells = qmiCells.readings(rats: state.accessTechnologies, plmn: state.plmn)
         case .mbim:
             mbim.apply(to: &state)
+            state.cells = mbimCells?.readings(rats: state.accessTechnologies, plmn: state.plmn) ?? CellReadings()
         }
     }
 
     // MARK: Indications
 
     /// Asks the modem to announce changes; they arrive through `sink` as `ChannelEvent`s.
-    func subscribe(_ sink: @escaping @Sendable (ChannelEvent) -> Void) async -> IndicationSupport {
+    func subscribe(
+        _ sink: @escaping @Sendable (ChannelEvent) -> Void, signal reporting: SignalReporting = .barBoundaries
+    ) async -> IndicationSupport {
         switch session {
-        case let .qmi(q): return await q.subscribe { sink(.qmi($0)) }
-        case let .mbim(m): return await m.subscribe { sink(.mbim($0)) }
+        case let .qmi(q): return await q.subscribe({ sink(.qmi($0)) }, signal: reporting)
+        case let .mbim(m): return await m.subscribe({ sink(.mbim($0)) }, signal: reporting)
         }
     }
 
@@ -268,7 +286,7 @@ actor ModemChannel {
                 return true
             case .removed: return portGone()
             }
-        case .poll:
+        case .poll, .refreshCells, .pollSignal:
             return true
         }
         state.error = nil

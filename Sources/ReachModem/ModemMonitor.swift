@@ -51,11 +51,27 @@ public struct ModemMonitorOptions: Sendable, Codable {
     public var pollInterval: Duration?
     /// Delays between attempts to reopen a lost port.
     public var reopen: Backoff
+    /// How finely the modem is asked to report its signal: at the bar boundaries (the agent) or on every change of
+    /// about 1 dB (`reach signal`).
+    public var signalReporting: SignalReporting
+    /// How often the cells (band, channel, carriers, neighbours) are read again; no indication announces them.
+    /// nil: only with the first read.
+    public var cellInterval: Duration?
+    /// When set, a modem that cannot announce its signal has the signal alone polled this often (the live view's
+    /// interval), while the rest it cannot announce (the SIM) keeps `pollInterval`.
+    public var signalPollInterval: Duration?
 
-    public init(read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff()) {
+    public init(
+        read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
+        signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60),
+        signalPollInterval: Duration? = nil
+    ) {
         self.read = read
         self.pollInterval = pollInterval
         self.reopen = reopen
+        self.signalReporting = signalReporting
+        self.cellInterval = cellInterval
+        self.signalPollInterval = signalPollInterval
     }
 }
 
@@ -142,7 +158,7 @@ public struct ModemMonitor: Sendable {
     /// task is cancelled.
     private func watch(_ channel: ModemChannel, emit: (ModemState, ModemUpdateCause) -> Void) async {
         let (events, sink) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .unbounded)
-        let support = await channel.subscribe { sink.yield($0) }
+        let support = await channel.subscribe({ sink.yield($0) }, signal: options.signalReporting)
         options.read.logger.debug(
             "Modem indications", metadata: [
                 "modem.device": "\(port.path)", "registration": "\(support.registration)",
@@ -158,13 +174,34 @@ public struct ModemMonitor: Sendable {
                 }
             }
         }
+        func every(_ interval: Duration?, _ event: ChannelEvent) -> Task<Void, Never>? {
+            guard let interval else { return nil }
+            return Task {
+                while !Task.isCancelled {
+                    do { try await Task.sleep(for: interval) } catch { return }
+                    sink.yield(event)
+                }
+            }
+        }
+        let cellReader = every(options.cellInterval, .refreshCells)
+        let signalPoller = support.signal ? nil : every(options.signalPollInterval, .pollSignal)
         defer {
             poller?.cancel()
+            cellReader?.cancel()
+            signalPoller?.cancel()
             sink.finish()
         }
         for await event in events {
-            if case .poll = event {
-                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(support) }
+            let reread: (IndicationSupport, cells: Bool)?
+            switch event {
+            case .poll: reread = (support, false)
+            case .pollSignal: reread = (IndicationSupport(registration: true, signal: false, sim: true), false)
+            // Only the cells: everything else comes from indications or the poll.
+            case .refreshCells: reread = (IndicationSupport(registration: true, signal: true, sim: true), true)
+            default: reread = nil
+            }
+            if let reread {
+                let ok = await withDeadline(options.read.readTimeout) { await channel.poll(reread.0, cells: reread.cells) }
                 let state = await channel.state
                 guard case .finished(true) = ok else {
                     emit(state, .portLost)

@@ -266,7 +266,7 @@ final class QMISession: @unchecked Sendable {
     // MARK: Requests
 
     /// One NAS/DMS/UIM request: start it, finish it, check the result TLV, copy the output, unref it.
-    private func request<T: Sendable>(
+    func request<T: Sendable>(
         _ name: String,
         start: @escaping @Sendable (GLibAsyncCall) -> Void,
         finish: @escaping @Sendable (OpaquePointer?, GErrorOut) -> OpaquePointer?,
@@ -285,7 +285,7 @@ final class QMISession: @unchecked Sendable {
             })
     }
 
-    private func requireNAS() async throws -> GPtr<QmiClientNas> {
+    func requireNAS() async throws -> GPtr<QmiClientNas> {
         guard let nas = await loop.run({ self.nas }) else { throw ModemError("QMI NAS client is not allocated") }
         return nas
     }
@@ -572,7 +572,9 @@ final class QMISession: @unchecked Sendable {
     /// `sink`. Registration: Register Indications (System Info, or Serving System events). Signal: Config Signal
     /// Info with thresholds at the bar boundaries, then Register Indications (Signal Info); when the modem has
     /// neither, NAS Set Event Report with RSSI thresholds. Returns what will be announced.
-    func subscribe(_ sink: @escaping @Sendable (QMIIndication) -> Void) async -> IndicationSupport {
+    func subscribe(
+        _ sink: @escaping @Sendable (QMIIndication) -> Void, signal reporting: SignalReporting = .barBoundaries
+    ) async -> IndicationSupport {
         await loop.run {
             self.sink = sink
             // A hang-up between the read and now had nobody to tell; tell the new subscriber.
@@ -589,7 +591,7 @@ final class QMISession: @unchecked Sendable {
         }
         if await loop.run({ self.hasSignalInfo }) {
             do {
-                try await configSignalInfo()
+                try await configureSignalReports(reporting)
             } catch {
                 logger.debug("QMI Config Signal Info failed", metadata: ["error": "\(error)"])
             }
@@ -653,9 +655,10 @@ final class QMISession: @unchecked Sendable {
             extract: { _ in () })
     }
 
-    private func configSignalInfo() async throws {
+    /// Config Signal Info (0x0050) with these thresholds (default: the signal policy's bar boundaries).
+    func configSignalInfo(_ custom: QMISignalThresholds? = nil) async throws {
         let nas = try await requireNAS()
-        let thresholds = signalThresholds
+        let thresholds = custom ?? signalThresholds
         try await request(
             "qmi_client_nas_config_signal_info",
             start: { c in

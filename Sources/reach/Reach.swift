@@ -26,7 +26,7 @@ enum ExitStatus {
 
 @main
 enum Reach {
-    static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Diag.self]
+    static let subcommands: [any Subcommand.Type] = [Status.self, Agent.self, Watch.self, Signal.self, Diag.self]
 
     /// The hidden command a modem worker runs as (ReachModem's ModemWorkerProcess): every modem is read in a process
     /// of its own, so that a modem library that aborts or hangs on a hostile modem costs that modem's worker only.

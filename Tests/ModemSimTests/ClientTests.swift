@@ -189,6 +189,10 @@ struct QMIClientTests {
         ("qmi-nas-get-system-info-lte-530-24", "--nas-get-system-info", ["MCC": "530", "MNC": "24", "Tracking Area Code": "63001", "Cell ID": "1616133"]),
         ("qmi-nas-get-signal-strength-umts-101", "--nas-get-signal-strength", ["Network 'umts'": "-101 dBm"]),
         ("qmi-dms-get-ids", "--dms-get-ids", ["IMEI": "359225050039973", "ESN": "80997874"]),
+        ("qmi-nas-get-cell-location-info-lte-b42", "--nas-get-cell-location-info",
+         ["EUTRA Absolute RF Channel Number": "'43390' (E-UTRA band 42: TD 3500)", "Serving Cell ID": "0", "Tracking Area Code": "153"]),
+        ("qmi-nas-get-cell-location-info-gsm-21403", "--nas-get-cell-location-info",
+         ["PLMN": "21403", "Location Area Code": "1142", "GERAN Absolute RF Channel Number": "989", "Cell ID": "2306"]),
     ])
     func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
         let sim = try await ModemSimulator.start(replay: capture)
@@ -392,6 +396,8 @@ struct MBIMClientTests {
     @Test(arguments: [
         ("mbim-register-state-umts-26006", "--query-registration-state", ["Provider ID": "26006", "Available data classes": "umts, hsdpa, hsupa", "Register state": "home"]),
         ("mbim-device-caps-huawei-e367", "--query-device-caps", ["Hardware info": "CP1E367UM", "Firmware info": "11.810.09.00.00", "Custom data class": "HSPA+"]),
+        ("mbim-base-stations-info-lte-21407", "--ms-query-base-stations-info",
+         ["Provider id": "21407", "EARFCN": "6400", "Physical cell id": "310", "TAC": "28670", "RSRP": "-103 dBm"]),
     ])
     func replayedCapturesReadAsRecorded(capture: String, command: String, values: [String: String]) async throws {
         let sim = try await ModemSimulator.start(replay: capture)

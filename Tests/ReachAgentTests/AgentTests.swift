@@ -189,9 +189,31 @@ func writeFile(_ path: String, _ text: String) throws {
         let e = try #require(event)
         let line = WatchText.line(.change, t, e)
         #expect(line.hasPrefix("2026-11-22T00:00:00.000Z  not reachable: wlan1 has no carrier"))
-        #expect(line.contains("[status, medium, reachable, bars wlan1 3→0]"))
-        #expect(line.contains("route via wlan1 lost carrier"))
+        #expect(line.contains("[status, medium, reachable, bars] route via wlan1 lost carrier;"), "\(line)")
+        #expect(line.hasSuffix("wlan1 3→0 bars (-60 dBm)"), "\(line)")
+        // Each detail is said once (issue 18: the bars change appeared in the brackets and again in the reason).
+        #expect(line.components(separatedBy: "3→0").count == 2, "\(line)")
         #expect(WatchText.line(.start, s, nil).contains("reachable over wifi via wlan1"))
+    }
+
+    /// A modem's bars change: "[bars] /dev/x 3→2 bars", once.
+    @Test func modemBarsLineSaysItOnce() throws {
+        var d = ChangeDetector(policy: .immediate)
+        var s = Snapshot(time: Timestamp(seconds: 1_795_305_600), target: .defaultRoute)
+        var m = ModemState(device: "/dev/x", protocol: .qmi)
+        m.registration = .home
+        m.accessTechnologies = [.lte]
+        m.signal = SignalMeasurement(rsrp: -100)  // android: 3 bars
+        s.wwan = [m]
+        s.derive()
+        _ = d.observe(s, at: .zero)
+        var t = s
+        t.wwan[0].signal.rsrp = -122  // android: 1 bar
+        t.derive()
+        let event = d.observe(t, at: .seconds(1))
+        let e = try #require(event)
+        let line = WatchText.line(.change, t, e)
+        #expect(line.hasSuffix("  [bars] /dev/x 3→1 bars"), "\(line)")
     }
 }
 

@@ -102,7 +102,7 @@ import Testing
                 + "uplinks=\(Self.uplinkNames(c)) reason=\(c["event"]?["reason"]?.stringValue ?? "")")
         }
 
-        _ = try await watch.stdout!.line(timeout: 10) { $0.contains("uplink eth0 reachable primary→gone") }
+        _ = try await watch.stdout!.line(timeout: 10) { $0.contains("[uplinks] uplink eth0 gone (no default route)") }
         print("reach watch:\n\(watch.stdout!.text)")
         let watched = watch.stdout!.text.split(separator: "\n").filter { $0.contains("  [") }
         #expect(watched.count == 4, "\(watch.stdout!.text)")

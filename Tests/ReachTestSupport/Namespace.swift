@@ -40,8 +40,24 @@ public final class Namespace: @unchecked Sendable {
         }
         guard let helpers else { return }
         for h in helpers { h.stop(grace: 0) }
+        endPrograms()
         _ = try? Self.shell(["ip", "netns", "delete", name], timeout: 10)
         try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
+    }
+
+    /// Ends every program still running in the namespace (`ip netns pids`), all of them started by the test: a
+    /// qmi-proxy/mbim-proxy that libqmi/libmbim started for a program in here, say. SIGTERM, then SIGKILL after a
+    /// second for whatever is left (a proxy spawned from a thread that blocks SIGTERM inherits the block).
+    public func endPrograms() {
+        func pids() -> [pid_t] {
+            ((try? Self.shell(["ip", "netns", "pids", name], timeout: 10)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+        }
+        let first = pids()
+        guard !first.isEmpty else { return }
+        for pid in first { kill(pid, SIGTERM) }
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline, !pids().isEmpty { usleep(50_000) }
+        for pid in pids() { kill(pid, SIGKILL) }
     }
 
     /// `ip -n NAME args…`

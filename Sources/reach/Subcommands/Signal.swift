@@ -1,0 +1,234 @@
+// `reach signal`: the live view for aiming an antenna. Every interval (1 s by default, no hold-down) one sample of
+// every modem and WiFi uplink: on a terminal a screen redrawn in place, else one plain line per sample, or one JSON
+// object per sample with --json. The model and the drawing are ReachCore's (LiveSignalModel, LiveSignalText), the
+// sources and the cadence ReachAgent's (LiveSignalFeed, LiveSignalSampler); this file holds the terminal.
+
+import GatewayReach
+import Glibc
+import Logging
+import ReachAgent
+import ReachCommandLine
+import Synchronization
+import UnixSignals
+
+extension Reach {
+    struct Signal: Subcommand {
+        static let spec = CommandSpec(
+            name: "signal",
+            abstract: "Show the signal live, for aiming an antenna: band, cell, each measure with bars, trend and peak.",
+            discussion: """
+                One sample per interval of every modem (RAT, band, channel, PCI, carrier aggregation; RSRP, RSRQ, \
+                SINR, RSSI or the RAT's own measures) and WiFi uplink. On a terminal the view is redrawn in place: \
+                each measure with its bars, a 60-sample sparkline, the best value since start and when, and the \
+                change since start. Otherwise (or with --plain) one line per sample; --json one object per sample. \
+                Modems are asked for signal reports of about 1 dB where they can give them (QMI Config Signal Info, \
+                MBIM Signal State) and polled otherwise, through qmi-proxy/mbim-proxy so that ModemManager keeps the \
+                port. A modem that goes away is shown gone until it returns.
+                Exit status: 0 after Ctrl-C or --count samples, 64 bad usage, 78 bad configuration.
+                """,
+            options: [
+                OptionSpec("interval", .value("SECONDS"), help: "Seconds between samples (0.1 to 3600, default 1)."),
+                OptionSpec("count", .value("N"), help: "Stop after N samples (default: until interrupted)."),
+                OptionSpec("json", help: "Print one JSON object per sample: time, wwan and wifi as in 'reach status --json'."),
+                OptionSpec("plain", help: "Print one line per sample even on a terminal."),
+                OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
+                OptionSpec("no-modems", help: "Do not ask any modem."),
+                OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
+                OptionSpec("no-proxy", help: "Open modem ports directly instead of through qmi-proxy/mbim-proxy."),
+                OptionSpec("wifi", .value("IFACE"), help: "Show only this WiFi interface."),
+                OptionSpec("no-wifi", help: "Do not show WiFi."),
+                OptionSpec("show-identifiers", help: "With --json: show IMEI, IMSI, ICCID, phone numbers, TAC/LAC and cell ids."),
+                OptionSpec("config", .value("FILE"), help: "The configuration file."),
+            ])
+
+        var interval: Double
+        var count: Int?
+        var json: Bool
+        var plain: Bool
+        var modems: [ModemPortSpec]?
+        var noModems: Bool
+        var modemTimeout: Double?
+        var noProxy: Bool
+        var wifi: String?
+        var noWiFi: Bool
+        var showIdentifiers: Bool
+        var config: String?
+
+        init(_ p: ParsedArguments) throws(UsageError) {
+            interval = try CommandLineParser.seconds(p, "interval", default: 1, max: 3600)
+            guard interval >= 0.1 else {
+                throw UsageError("'--interval' must be a number of seconds from 0.1 to 3600, got '\(p.value("interval") ?? "")'")
+            }
+            if let text = p.value("count") {
+                guard let n = Int(text), n >= 1, n <= 100_000_000 else {
+                    throw UsageError("'--count' must be a whole number of samples from 1 to 100000000, got '\(text)'")
+                }
+                count = n
+            }
+            json = p.flag("json")
+            plain = p.flag("plain")
+            if json && plain { throw UsageError("--json and --plain are mutually exclusive") }
+            noModems = p.flag("no-modems")
+            noWiFi = p.flag("no-wifi")
+            noProxy = p.flag("no-proxy")
+            wifi = p.value("wifi")
+            showIdentifiers = p.flag("show-identifiers")
+            config = p.value("config")
+            if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
+            if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
+            if let wifi, wifi.isEmpty || wifi.utf8.count > 15 || wifi.contains("/") {
+                throw UsageError("--wifi '\(wifi)' is not an interface name")
+            }
+            modemTimeout = p.value("modem-timeout") == nil
+                ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
+            modems = p.values("modem").isEmpty ? nil : try p.values("modem").map(Status.modemSpec)
+        }
+
+        func run() async -> Int32 {
+            guard let cfg = loadConfig(config) else { return ExitStatus.config }
+            let live = !json && !plain && isatty(1) == 1
+            // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
+            let logger = live ? Logger(label: "reach", factory: { _ in SwiftLogNoOpLogHandler() }) : bootstrapLogging(.error)
+            let period = Duration.seconds(interval)
+            var read = ModemReadOptions(requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds), viaProxy: !noProxy)
+            read.logger = logger
+            read.worker = Reach.modemWorker(cfg)
+            read.signalPolicy = cfg.signalPolicy
+            // The signal every interval (reported, or polled where the modem cannot report it); the cells every 5 s;
+            // the rest a modem cannot announce (the SIM) as the agent does.
+            let monitor = ModemMonitorOptions(
+                read: read, pollInterval: .seconds(cfg.modems.pollIntervalSeconds),
+                reopen: Backoff(initial: .milliseconds(500), maximum: .seconds(5)), signalReporting: .live(interval: period),
+                cellInterval: max(.seconds(5), period), signalPollInterval: period)
+            let clock = ContinuousAgentClock()
+            var modemSources: [any ModemSource] = []
+            if !noModems && cfg.modems.enabled {
+                let ports = modems ?? cfg.modems.ports
+                modemSources = ports.isEmpty
+                    ? [DiscoveredModemSource(options: monitor, interval: .seconds(5), clock: clock)]
+                    : ports.map { IndicationModemSource(spec: $0, options: monitor) }
+            }
+            let interfaces = wifi.map { [$0] } ?? cfg.wifi.interfaces
+            let wifiSource: (any WiFiSource)? = noWiFi || !cfg.wifi.enabled
+                ? nil : NL80211WiFiSource(interfaces: interfaces, pollInterval: period)
+            let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource)
+            await feed.start()
+
+            let sampler = LiveSignalSampler(
+                interval: period, count: count, firstSampleWait: read.readTimeout + .seconds(1), clock: clock,
+                signalPolicy: cfg.signalPolicy)
+            let terminal = live ? LiveTerminal() : nil
+            let lastModel = LastModel()
+            let (json, showIdentifiers, interval) = (json, showIdentifiers, interval)
+            terminal?.enter()
+            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigwinch, .sigcont)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await sampler.run(feed) { time, snapshot, model in
+                        if let terminal {
+                            lastModel.withLock { $0 = model }
+                            terminal.draw(LiveSignalText.frame(model, now: time, intervalSeconds: interval, width: terminal.width))
+                        } else if json {
+                            writeLine(LiveSignalText.json(
+                                time: time, wwan: snapshot.wwan, wifi: snapshot.wifi, showIdentifiers: showIdentifiers,
+                                signalPolicy: cfg.signalPolicy
+                            ).serialized())
+                        } else {
+                            writeLine(LiveSignalText.plainLine(
+                                time: time, wwan: snapshot.wwan, wifi: snapshot.wifi, signalPolicy: cfg.signalPolicy))
+                        }
+                    }
+                }
+                group.addTask {
+                    for await signal in signals {
+                        switch signal {
+                        case .sigwinch, .sigcont:
+                            // Resized, or back from Ctrl-Z: enter the screen again and draw what there is.
+                            guard let terminal, let model = lastModel.withLock({ $0 }) else { continue }
+                            if signal == .sigcont { terminal.enter() }
+                            terminal.draw(LiveSignalText.frame(model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width))
+                        default:
+                            return
+                        }
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+            if let terminal {
+                terminal.leave()
+                // The last screen stays in the scrollback: the peaks and changes of the session.
+                if let model = lastModel.withLock({ $0 }) {
+                    writeLine(LiveSignalText.frame(model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width).joined(separator: "\n"))
+                }
+            }
+            await feed.stop()
+            return ExitStatus.ok
+        }
+    }
+}
+
+/// The model of the last sample, for redrawing on SIGWINCH/SIGCONT and for the final screen.
+final class LastModel: Sendable {
+    private let model = Mutex<LiveSignalModel?>(nil)
+    func withLock<T>(_ body: (inout LiveSignalModel?) -> T) -> T { model.withLock { body(&$0) } }
+}
+
+/// Writes a line to standard output, whole (one write(2) where it fits, EINTR retried).
+func writeLine(_ text: String) {
+    writeAll(1, Array((text + "\n").utf8))
+}
+
+func writeAll(_ fd: Int32, _ data: [UInt8]) {
+    var bytes = data[...]
+    while !bytes.isEmpty {
+        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        bytes = bytes.dropFirst(n)
+    }
+}
+
+/// The terminal while the live view runs: the alternate screen (so the shell's screen comes back untouched) with
+/// the cursor hidden, every frame drawn from the top-left corner in one write. `leave` undoes both; so does Ctrl-Z
+/// (SIGTSTP), which stops the process only after restoring the terminal. Termios is never changed.
+final class LiveTerminal: Sendable {
+    static let enterSequence = "\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J"
+    static let leaveSequence = "\u{1B}[?25h\u{1B}[?1049l"
+
+    /// The view's width: the terminal's, at most 80 columns.
+    var width: Int { min(80, size().columns) }
+
+    func size() -> (rows: Int, columns: Int) {
+        var w = winsize()
+        guard ioctl(1, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0, w.ws_row > 0 else { return (24, 80) }
+        return (Int(w.ws_row), Int(w.ws_col))
+    }
+
+    func enter() {
+        writeAll(1, Array(Self.enterSequence.utf8))
+        signal(SIGTSTP, liveTerminalStop)
+    }
+
+    /// The frame, cut to the screen's height so that nothing scrolls.
+    func draw(_ lines: [String]) {
+        let rows = size().rows
+        let shown = lines.prefix(rows)
+        let text = "\u{1B}[H" + shown.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J"
+        writeAll(1, Array(text.utf8))
+    }
+
+    func leave() {
+        signal(SIGTSTP, SIG_DFL)
+        writeAll(1, Array(Self.leaveSequence.utf8))
+    }
+}
+
+/// SIGTSTP (Ctrl-Z): show the cursor and leave the alternate screen, then stop as the default action would. Only
+/// async-signal-safe calls (write, signal, raise); SIGCONT brings the view back (Signal.run).
+private let liveTerminalStop: @convention(c) (Int32) -> Void = { _ in
+    let restore: StaticString = "\u{1B}[?25h\u{1B}[?1049l"
+    restore.withUTF8Buffer { _ = Glibc.write(1, $0.baseAddress, $0.count) }
+    signal(SIGTSTP, SIG_DFL)
+    raise(SIGTSTP)
+}
