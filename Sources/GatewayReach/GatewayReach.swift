@@ -25,12 +25,14 @@ public struct StatusRequest: Sendable {
     public var signalPolicy: SignalPolicy
     /// Configured uplinks: listed even without a default route, in this order after the primary.
     public var uplinks: [UplinkSpec]
+    /// `interface_underlays` and `clat.plat_prefix`: how the route's underlay is followed.
+    public var underlays: UnderlayConfig
 
     public init(
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
         resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
-        signalPolicy: SignalPolicy = .android, uplinks: [UplinkSpec] = []
+        signalPolicy: SignalPolicy = .android, uplinks: [UplinkSpec] = [], underlays: UnderlayConfig = .standard
     ) {
         self.target = target
         self.modems = modems
@@ -42,6 +44,7 @@ public struct StatusRequest: Sendable {
         self.interfaceOverrides = interfaceOverrides
         self.signalPolicy = signalPolicy
         self.uplinks = uplinks
+        self.underlays = underlays
     }
 }
 
@@ -66,7 +69,7 @@ public enum GatewayReach {
         }
         let routePart = RouteView.compute(
             target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides,
-            uplinks: request.uplinks)
+            uplinks: request.uplinks, underlays: request.underlays)
 
         var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
         routePart.apply(to: &snapshot)
@@ -95,6 +98,8 @@ public struct RouteView: Sendable, Equatable {
     /// The routes `route` was chosen from (IPv4 and IPv6 defaults; one per address of a host), so that the merge with
     /// the modems can pick another when a modem blocks the chosen one (`Snapshot.derive`).
     public var candidates: [RouteLookup] = []
+    /// What the kernel said about the links below the routes (their chains are on the routes themselves).
+    public var underlayFacts: UnderlayFacts?
 
     public init() {}
 
@@ -108,14 +113,17 @@ public struct RouteView: Sendable, Equatable {
         s.error = error
         s.uplinks = uplinks
         s.uplinksError = uplinksError
+        s.underlayFacts = underlayFacts
     }
 
-    /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet".
+    /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet". Every
+    /// route found, the uplinks' included, carries its underlay chain (`RouteLookup.underlay`), followed with
+    /// `underlays`.
     /// - Parameter uplinks: the configured uplinks (listed even without a route); every interface holding a default
     ///   route is an uplink either way.
     public static func compute(
         target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:],
-        uplinks: [UplinkSpec] = []
+        uplinks: [UplinkSpec] = [], underlays: UnderlayConfig = .standard
     ) -> RouteView {
         var view = RouteView()
         let resolver: RouteResolver
@@ -125,45 +133,61 @@ public struct RouteView: Sendable, Equatable {
             view.error = error.description
             return view
         }
+        let walk = KernelUnderlaySource(resolver: resolver, config: underlays)
         do {
-            try view.answer(target, resolved: resolved, resolver)
+            try view.answer(target, resolved: resolved, resolver, walk)
         } catch {
             view.error = error.description
         }
-        // The uplinks are the same for every target; the primary is the one the default route leaves by.
+        // The uplinks are the same for every target; the primary is the one the default route leaves by (the link it
+        // rides on: a tunnel is not an uplink of its own).
         do {
-            let primary = target == .defaultRoute ? view.route?.link?.name : try defaultRoute(resolver).route?.link?.name
-            view.uplinks = try resolver.uplinks(specs: uplinks, primaryInterface: primary)
+            let primary =
+                target == .defaultRoute
+                ? view.route?.physicalLink?.name : try defaultRoute(resolver, walk).route?.physicalLink?.name
+            view.uplinks = try resolver.uplinks(specs: uplinks, primaryInterface: primary, underlay: walk)
         } catch {
             view.uplinksError = error.description
         }
+        view.underlayFacts = walk.facts
         return view
     }
 
-    /// The default target's route: the IPv4 default when it is usable, else the IPv6 one, else whichever exists.
-    static func defaultRoute(_ resolver: RouteResolver) throws(NetlinkError)
-        -> (route: RouteLookup?, v4: Bool, v6: Bool, candidates: [RouteLookup])
-    {
-        let v4 = try resolver.defaultRoute(.ipv4)
-        let v6 = try resolver.defaultRoute(.ipv6)
+    /// The default target's route: the IPv4 default when it is usable, else the IPv6 one, else whichever exists; each
+    /// with its underlay, which decides whether it is usable too. `candidates`: both, for the merge with the modems.
+    static func defaultRoute(
+        _ resolver: RouteResolver, _ walk: KernelUnderlaySource
+    ) throws(NetlinkError) -> (route: RouteLookup?, v4: Bool, v6: Bool, candidates: [RouteLookup]) {
+        let v4 = chained(try resolver.defaultRoute(.ipv4), .defaultRoute(.ipv4), walk)
+        let v6 = chained(try resolver.defaultRoute(.ipv6), .defaultRoute(.ipv6), walk)
         let usable = { (r: RouteLookup?) in ReachabilityFlags.derive(from: r).isReachable }
         return ([v4, v6].first(where: usable) ?? v4 ?? v6, usable(v4), usable(v6), [v4, v6].compactMap { $0 })
     }
 
+    /// The route with its underlay chain attached.
+    static func chained(_ route: RouteLookup?, _ destination: UnderlayDestination, _ walk: KernelUnderlaySource)
+        -> RouteLookup?
+    {
+        guard var r = route else { return nil }
+        walk.attach(to: &r, destination: destination)
+        return r
+    }
+
     private mutating func answer(
-        _ target: Target, resolved: Result<[IPAddress], ResolutionError>?, _ resolver: RouteResolver
+        _ target: Target, resolved: Result<[IPAddress], ResolutionError>?, _ resolver: RouteResolver,
+        _ walk: KernelUnderlaySource
     ) throws(NetlinkError) {
         switch target {
         case .defaultRoute:
-            (route, supportsIPv4, supportsIPv6, candidates) = try Self.defaultRoute(resolver)
+            (route, supportsIPv4, supportsIPv6, candidates) = try Self.defaultRoute(resolver, walk)
         case let .address(text):
             guard let address = IPAddress(text) else {
                 error = "'\(text)' is not an IPv4 or IPv6 address"
                 return
             }
-            route = try resolver.lookup(address)
+            route = Self.chained(try resolver.lookup(address), .address(address), walk)
         case .linkLocal:
-            route = try resolver.lookup(.ipv4LinkLocalNetwork)
+            route = Self.chained(try resolver.lookup(.ipv4LinkLocalNetwork), .address(.ipv4LinkLocalNetwork), walk)
         case .host:
             switch resolved {
             case nil:
@@ -173,7 +197,7 @@ public struct RouteView: Sendable, Equatable {
             case let .success(addresses):
                 resolvedAddresses = addresses.map(\.description)
                 var routes: [RouteLookup] = []
-                for a in addresses { if let r = try resolver.lookup(a) { routes.append(r) } }
+                for a in addresses { if let r = Self.chained(try resolver.lookup(a), .address(a), walk) { routes.append(r) } }
                 route = routes.first(where: { ReachabilityFlags.derive(from: $0).isReachable }) ?? routes.first
                 candidates = routes
             }

@@ -51,7 +51,9 @@ public struct AgentAssembly {
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         modemWorker: ModemWorkerLaunch? = nil, reloadOnSIGHUP: Bool, logger: Logger
     ) {
-        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks)
+        let routeSource =
+            route
+            ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks, underlays: config.underlayConfig)
         var modemSources: [any ModemSource] = []
         if config.modems.enabled {
             if let modems {

@@ -401,7 +401,7 @@ public enum DiagChecks {
             out.append(DiagCheck("route.gateway", "Gateway answers ARP/NDP", .skip, "no default route"))
             return out
         }
-        let via = r.link.map { "via \($0.name)" } ?? "without an interface"
+        let via = r.link.map { "via \(r.underlay?.underlay != nil ? r.underlay!.names : $0.name)" } ?? "without an interface"
         let gw = r.gateway.map { " gateway \($0)" } ?? " (on-link)"
         if s.reachable {
             out.append(DiagCheck("route.default", title, .ok, "\(via)\(gw), \(s.medium.rawValue), \(r.family.rawValue)"))
@@ -412,10 +412,14 @@ public enum DiagChecks {
                 DiagCheck("route.default", title, .fail, "\(l.name) has no carrier",
                           hint: "check the cable or the radio link of \(l.name)"))
         } else {
+            let underlayBroken = r.underlay.map { $0.firstDownHop != nil || $0.blocking } ?? false
             out.append(
                 DiagCheck("route.default", title, .fail, SnapshotText.headline(s),
-                          hint: "the route exists but is not usable"))
+                          hint: underlayBroken
+                            ? "\(r.link?.name ?? "the route") cannot carry packets below it: see the underlay checks"
+                            : "the route exists but is not usable"))
         }
+        if let chain = r.underlay { out += underlay(chain) }
         guard r.gateway != nil else {
             out.append(DiagCheck("route.gateway", "Gateway answers ARP/NDP", .skip, "no gateway (on-link or point-to-point)"))
             return out
@@ -444,6 +448,43 @@ public enum DiagChecks {
         return out
     }
 
+    /// A check per link below the route's own (a CLAT's IPv6 uplink, a tunnel's, a VLAN's lower device), and one
+    /// for a chain the walk could not follow to the bottom.
+    static func underlay(_ chain: UnderlayChain) -> [DiagCheck] {
+        var out: [DiagCheck] = []
+        let top = chain.hops.first?.link.name ?? "?"
+        for hop in chain.hops.dropFirst() {
+            let name = hop.link.name
+            let via = hop.via.map { " (\($0.rawValue)" + (hop.remote.map { " to \($0)" } ?? "") + ")" } ?? ""
+            let title = "Underlay \(name) of \(top)\(via)"
+            let id = "route.underlay[\(name)]"
+            if !hop.link.adminUp {
+                out.append(DiagCheck(id, title, .fail, "\(name) is down", hint: "`ip link set \(name) up`"))
+            } else if !hop.link.carrier {
+                out.append(
+                    DiagCheck(id, title, .fail, "\(name) has no carrier",
+                              hint: "\(top) rides on \(name): check its cable, radio link or data connection"))
+            } else {
+                var detail = "\(hop.link.kind.rawValue), up with carrier"
+                if let fwmark = hop.fwmark { detail += ", fwmark \(fwmark)" }
+                out.append(DiagCheck(id, title, .ok, detail))
+            }
+        }
+        if let problem = chain.problem {
+            if chain.blocking {
+                out.append(
+                    DiagCheck("route.underlay", "Underlay of \(top)", .fail, problem,
+                              hint: "\(top) cannot carry packets: check the route to its remote (a fwmark rule for WireGuard), "
+                                + "or name its underlay in interface_underlays"))
+            } else {
+                out.append(
+                    DiagCheck("route.underlay", "Underlay of \(top)", .warn, problem,
+                              hint: "run as root to read WireGuard peers (CAP_NET_ADMIN), or name the underlay in interface_underlays"))
+            }
+        }
+        return out
+    }
+
     // MARK: Uplinks
 
     /// One check per uplink, each answered as if it were the only way out: a dead backup is found before the
@@ -460,6 +501,7 @@ public enum DiagChecks {
             }
             var detail = "\(name): reachable over \(u.medium.rawValue)"
             if let r = u.route {
+                if let chain = r.underlay, chain.underlay != nil { detail += " over \(chain.names)" }
                 detail += r.gateway.map { " via \($0)" } ?? " (on-link)"
                 if let m = r.metric { detail += ", metric \(m)" }
             }

@@ -69,7 +69,7 @@ public enum Diagnostics {
             readWiFi: config.wifi.enabled,
             modemOptions: modemOptions,
             interfaceOverrides: config.interfaceKinds,
-            signalPolicy: config.signalPolicy, uplinks: config.uplinks)
+            signalPolicy: config.signalPolicy, uplinks: config.uplinks, underlays: config.underlayConfig)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let snapshot = await GatewayReach.status(request)

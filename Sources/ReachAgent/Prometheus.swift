@@ -69,6 +69,18 @@ public enum PrometheusText {
                 sample("reach_medium", targetLabel(t) + [("medium", m.rawValue)], t.snapshot.medium == m ? 1 : 0)
             }
         }
+        family(
+            "reach_route_underlay", "gauge",
+            "1 for the link the target's route rides on (the bottom of its underlay: a CLAT's, a tunnel's, a VLAN's).")
+        for t in targets {
+            guard let r = t.snapshot.route, let link = r.link, let bottom = r.underlay?.underlay else { continue }
+            sample(
+                "reach_route_underlay",
+                targetLabel(t) + [
+                    ("interface", link.name), ("underlay", bottom.link.name), ("kind", bottom.link.kind.rawValue),
+                    ("via", bottom.via?.rawValue ?? ""),
+                ], 1)
+        }
         family("reach_wwan_generation", "gauge", "WWAN status as a number: 0 none, 2 to 5 for 2G to 5G.")
         for t in targets { sample("reach_wwan_generation", targetLabel(t), Double(t.snapshot.wwanStatus.rawValue)) }
         family("reach_changes_total", "counter", "Changes reported since the agent started.")

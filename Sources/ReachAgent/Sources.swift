@@ -37,11 +37,17 @@ public struct KernelRouteSource: RouteSource {
     public var resolveTimeout: Duration
     /// The configured uplinks (`uplinks`).
     public var uplinks: [UplinkSpec]
+    /// How each route's underlay is followed (`interface_underlays`, `clat.plat_prefix`).
+    public var underlays: UnderlayConfig
 
-    public init(interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), uplinks: [UplinkSpec] = []) {
+    public init(
+        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), uplinks: [UplinkSpec] = [],
+        underlays: UnderlayConfig = .standard
+    ) {
         self.interfaceOverrides = interfaceOverrides
         self.resolveTimeout = resolveTimeout
         self.uplinks = uplinks
+        self.underlays = underlays
     }
 
     public func events() throws -> AsyncStream<RouteEvent> {
@@ -62,7 +68,8 @@ public struct KernelRouteSource: RouteSource {
     }
 
     public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        RouteView.compute(target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, uplinks: uplinks)
+        RouteView.compute(
+            target: target, resolved: resolved, interfaceOverrides: interfaceOverrides, uplinks: uplinks, underlays: underlays)
     }
 
     public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> {

@@ -155,13 +155,16 @@ public actor StatusHub {
     // MARK: Reload
 
     /// Applies a new configuration. Report, change and Prometheus settings take effect at once; the keys that shape
-    /// the sources (targets, modems, wifi, interface_kinds, log_level) are returned: they need a restart.
+    /// the sources (targets, modems, wifi, interface_kinds, interface_underlays, clat, log_level) are returned: they need
+    /// a restart.
     public func apply(_ new: AgentConfig) -> [String] {
         var needRestart: [String] = []
         if new.targets != config.targets { needRestart.append("targets") }
         if new.modems != config.modems { needRestart.append("modems") }
         if new.wifi != config.wifi { needRestart.append("wifi") }
         if new.interfaceKinds != config.interfaceKinds { needRestart.append("interface_kinds") }
+        if new.interfaceUnderlays != config.interfaceUnderlays { needRestart.append("interface_underlays") }
+        if new.platPrefix != config.platPrefix { needRestart.append("clat") }
         if new.uplinks != config.uplinks { needRestart.append("uplinks") }
         if new.logLevel != config.logLevel { needRestart.append("log_level") }
         if (new.prometheusTextfile == nil) != (config.prometheusTextfile == nil) { needRestart.append("prometheus.textfile") }

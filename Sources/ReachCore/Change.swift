@@ -37,7 +37,8 @@ public struct ChangePolicy: Sendable, Equatable {
 public enum ChangeField: String, Sendable, CaseIterable, Comparable {
     case status, medium
     case wwanStatus = "wwan_status"
-    case reachable, bars
+    /// The route's underlay chain ("vx0 → wwan0"): a tunnel that moves to another link is a change.
+    case reachable, underlay, bars
     /// Some uplink's reachability or primary changed (`UplinkChange.swift`).
     case uplinks
 
@@ -72,12 +73,14 @@ public struct ReportedView: Sendable, Equatable {
     public var wwanStatus: Generation
     public var reachable: Bool
     public var bars: [LinkKey: Int]
+    /// The route's chain when it has an underlay ("vx0 → wwan0"), nil when it leaves through its own link.
+    public var underlay: String?
     /// Each uplink's reported reachability and primary, by interface.
     public var uplinks: [String: UplinkView]
 
     public init(
         status: ReachabilityStatus, medium: Medium, wwanStatus: Generation, reachable: Bool, bars: [LinkKey: Int],
-        uplinks: [String: UplinkView] = [:]
+        uplinks: [String: UplinkView] = [:], underlay: String? = nil
     ) {
         self.status = status
         self.medium = medium
@@ -85,6 +88,7 @@ public struct ReportedView: Sendable, Equatable {
         self.reachable = reachable
         self.bars = bars
         self.uplinks = uplinks
+        self.underlay = underlay
     }
 }
 
@@ -171,7 +175,7 @@ public struct ChangeDetector: Sendable {
             let v = ReportedView(
                 status: snapshot.status, medium: snapshot.medium, wwanStatus: snapshot.wwanStatus,
                 reachable: snapshot.reachable, bars: Self.rawBars(snapshot),
-                uplinks: uplinkViews(snapshot))
+                uplinks: uplinkViews(snapshot), underlay: snapshot.underlayNames)
             view = v
             reportedSnapshot = snapshot
             return ChangeEvent(
@@ -231,6 +235,12 @@ public struct ChangeDetector: Sendable {
         if settle(.field(.reachable), same: s.reachable == v.reachable, worse: !s.reachable) {
             v.reachable = s.reachable
             changed.append(.reachable)
+        }
+        // An underlay that moves while packets still leave is reported at once; one that goes with the reachability
+        // waits out the same hold-down as the loss.
+        if settle(.field(.underlay), same: s.underlayNames == v.underlay, worse: !s.reachable) {
+            v.underlay = s.underlayNames
+            changed.append(.underlay)
         }
 
         let links = Self.links(s, reported: v.bars, h: policy.barHysteresisDB)
@@ -396,6 +406,7 @@ public enum ChangeReason {
                 return "route has no interface"
             }
             guard let ol = o.link, let nl = n.link else { return nil }
+            if let reason = underlayReason(o.underlay, n.underlay) { return reason }
             if ol.adminUp && !nl.adminUp { return "route via \(nl.name): interface set down" }
             if !ol.adminUp && nl.adminUp { return "route via \(nl.name): interface set up" }
             if ol.carrier && !nl.carrier { return "route via \(nl.name) lost carrier" }
@@ -404,6 +415,32 @@ public enum ChangeReason {
             if o.gateway != n.gateway { return "gateway of \(nl.name) changed" }
             return nil
         }
+    }
+
+    /// What changed below the route's link: the chain moved, a lower link lost or regained carrier, the walk hit or
+    /// cleared a problem.
+    static func underlayReason(_ old: UnderlayChain?, _ new: UnderlayChain?) -> String? {
+        let top = new?.hops.first?.link.name ?? old?.hops.first?.link.name ?? "?"
+        let oldBottom = old?.underlay?.link.name
+        let newBottom = new?.underlay?.link.name
+        if old?.names != new?.names, oldBottom != nil || newBottom != nil {
+            switch (oldBottom, newBottom) {
+            case let (o?, n?): return "\(top): underlay moved from \(o) to \(n)"
+            case let (nil, n?): return "\(top) now rides on \(n)"
+            case let (o?, nil): return "\(top) no longer rides on \(o)" + (new?.problem.map { " (\($0))" } ?? "")
+            default: return nil
+            }
+        }
+        guard let old, let new else { return nil }
+        for (o, n) in zip(old.hops.dropFirst(), new.hops.dropFirst()) where o.link.name == n.link.name {
+            if o.link.adminUp && !n.link.adminUp { return "\(top): underlay \(n.link.name) set down" }
+            if !o.link.adminUp && n.link.adminUp { return "\(top): underlay \(n.link.name) set up" }
+            if o.link.carrier && !n.link.carrier { return "\(top): underlay \(n.link.name) lost carrier" }
+            if !o.link.carrier && n.link.carrier { return "\(top): underlay \(n.link.name) regained carrier" }
+        }
+        if let problem = new.problem, problem != old.problem { return problem }
+        if old.problem != nil && new.problem == nil { return "\(top): underlay \(new.names) restored" }
+        return nil
     }
 
     static func modemReasons(_ old: ModemState?, _ new: ModemState) -> [String] {

@@ -40,6 +40,7 @@ public enum ReportLine {
                     case .medium: from.append(("medium", .string(p.medium.rawValue)))
                     case .wwanStatus: from.append(("wwan_status", .string(p.wwanStatus.name)))
                     case .reachable: from.append(("reachable", .bool(p.reachable)))
+                    case .underlay: from.append(("underlay", .optional(p.underlay)))
                     case .bars, .uplinks: break
                     }
                 }

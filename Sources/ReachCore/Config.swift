@@ -116,6 +116,11 @@ public struct AgentConfig: Sendable, Equatable {
     public var wifi = WiFi()
     /// Interface kind overrides by interface name, e.g. `{"ppp0": "wwan"}` for a modem behind pppd.
     public var interfaceKinds: [String: InterfaceKind] = [:]
+    /// The link each interface rides on, where the kernel cannot show it (`{"tun0": "wwan0"}`); wins over every
+    /// underlay rule (README "How the answer is derived").
+    public var interfaceUnderlays: [String: String] = [:]
+    /// `clat.plat_prefix`: the PLAT-side NAT64 prefix a CLAT sends to (RFC 6877), 64:ff9b::/96 by default.
+    public var platPrefix: IPPrefix = .wellKnownNAT64
     /// Uplinks named and ordered by the operator: listed even while they hold no default route. Empty: the uplinks
     /// are the interfaces holding a default route, as the kernel's tables show them.
     public var uplinks: [UplinkSpec] = []
@@ -130,6 +135,11 @@ public struct AgentConfig: Sendable, Equatable {
 
     /// The signal policy of `signal`: passed to every snapshot and to the modems' indication thresholds.
     public var signalPolicy: SignalPolicy { signal.policy }
+
+    /// What the underlay walk uses: `interface_underlays` and `clat.plat_prefix`.
+    public var underlayConfig: UnderlayConfig {
+        UnderlayConfig(interfaceUnderlays: interfaceUnderlays, platPrefix: platPrefix)
+    }
 
     public var changePolicy: ChangePolicy {
         ChangePolicy(holdDown: .milliseconds(Int64((changes.holdDownSeconds * 1000).rounded())),
@@ -233,20 +243,37 @@ extension AgentConfig {
                 w.number("poll_interval_seconds", in: 1...86_400, unit: "seconds") { c.wifi.pollIntervalSeconds = $0 }
             }
             o.optionalObject("interface_kinds") { k in
-                for (name, value) in k.members {
-                    let path = k.path(name)
-                    if let why = InterfaceName.problem(name) {
-                        r.problem(path, "expected \(InterfaceName.expected) as the key, found \(r.show(.string(name))): \(why)")
-                        continue
-                    }
+                r.byInterface(k) { name, value, path in
                     let kinds = InterfaceKind.allCases.map(\.rawValue)
                     guard let s = value.stringValue, let kind = InterfaceKind(rawValue: s) else {
                         r.problem(path, "expected one of \(kinds.joined(separator: ", ")), found \(r.show(value))")
-                        continue
+                        return
                     }
                     c.interfaceKinds[name] = kind
                 }
-                k.markAllUsed()
+            }
+            o.optionalObject("interface_underlays") { u in
+                r.byInterface(u) { name, value, path in
+                    if let below = r.interfaceName(value, at: path) { c.interfaceUnderlays[name] = below }
+                }
+                for loop in UnderlayConfig.loops(c.interfaceUnderlays) {
+                    r.problem(
+                        o.path("interface_underlays"),
+                        "\(loop.joined(separator: " → ")) is a loop: an interface cannot ride on itself")
+                }
+            }
+            o.optionalObject("clat") { cl in
+                if let v = cl.value("plat_prefix") {
+                    let lengths = IPPrefix.nat64Lengths.sorted().map(String.init).joined(separator: ", ")
+                    let expected = "an IPv6 prefix of length \(lengths) (RFC 6052) such as \"64:ff9b::/96\""
+                    if let text = v.stringValue, let p = IPPrefix(text), text.contains("/"), p.family == .ipv6,
+                        IPPrefix.nat64Lengths.contains(p.length), p.isCanonical
+                    {
+                        c.platPrefix = p
+                    } else {
+                        r.problem(cl.path("plat_prefix"), "expected \(expected), found \(r.show(v))")
+                    }
+                }
             }
             o.optionalArray("uplinks") { items in
                 var seen: [String: Int] = [:]
@@ -323,6 +350,20 @@ private final class ConfigReader {
             }
         }
         return kept.map(\.1)
+    }
+
+    /// An object keyed by interface name (`interface_kinds`, `interface_underlays`): `body` gets each member whose
+    /// key is a valid name, with its key path; a bad key is a problem.
+    func byInterface(_ o: ObjectReader, _ body: (String, JSON, String) -> Void) {
+        for (name, value) in o.members {
+            let path = o.path(name)
+            if let why = InterfaceName.problem(name) {
+                problem(path, "expected \(InterfaceName.expected) as the key, found \(show(.string(name))): \(why)")
+                continue
+            }
+            body(name, value, path)
+        }
+        o.markAllUsed()
     }
 
     func interfaceName(_ v: JSON, at path: String) -> String? {
@@ -693,6 +734,8 @@ extension AgentConfig {
                 ])
             ),
             ("interface_kinds", .object(interfaceKinds.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value.rawValue)) })),
+            ("interface_underlays", .object(interfaceUnderlays.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })),
+            ("clat", .object([("plat_prefix", .string(platPrefix.description))])),
             (
                 "uplinks",
                 .array(uplinks.map { .object([("interface", .string($0.interface)), ("role", .optional($0.role?.rawValue))]) })

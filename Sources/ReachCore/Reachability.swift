@@ -109,10 +109,12 @@ public struct RouteLookup: Sendable, Equatable {
     public var source: String?
     public var metric: Int?
     public var table: Int?
+    /// The links below `link` that the packets ride on (`Underlay.resolve`); nil when not followed.
+    public var underlay: UnderlayChain?
 
     public init(
         family: AddressFamily, type: RouteType, link: LinkState?, gateway: String? = nil, source: String? = nil,
-        metric: Int? = nil, table: Int? = nil
+        metric: Int? = nil, table: Int? = nil, underlay: UnderlayChain? = nil
     ) {
         self.family = family
         self.type = type
@@ -121,6 +123,7 @@ public struct RouteLookup: Sendable, Equatable {
         self.source = source
         self.metric = metric
         self.table = table
+        self.underlay = underlay
     }
 }
 
@@ -134,6 +137,9 @@ extension ReachabilityFlags {
     ///   a link without carrier is not usable now, and YYReachability's rule would otherwise call it WiFi).
     /// - is_direct when no gateway is involved (on-link or point-to-point), as SCNetworkReachability sets it for
     ///   routes without RTF_GATEWAY; is_wwan for a WWAN link; transient_connection for PPP.
+    /// - With an underlay (`route.underlay`: a CLAT, a tunnel, a VLAN…), the kind is the bottom link's, and every
+    ///   link of the chain must be up with carrier, and the chain sound (no loop, a route to the tunnel's remote),
+    ///   for the route to be reachable; otherwise it is connection_required, as for a link without carrier.
     /// - `interventionRequired` (a locked SIM on the modem behind the route, known to the caller) adds
     ///   intervention_required and connection_required: a person must act before packets can leave.
     public static func derive(from route: RouteLookup?, interventionRequired: Bool = false) -> ReachabilityFlags {
@@ -149,13 +155,15 @@ extension ReachabilityFlags {
             return flags
         }
         guard let link = route.link, link.adminUp else { return flags }
-        if link.carrier && !interventionRequired {
+        let chain = route.underlay
+        let underlayUsable = chain.map { $0.firstDownHop == nil && !$0.blocking } ?? true
+        if link.carrier && underlayUsable && !interventionRequired {
             flags.insert(.reachable)
         } else {
             flags.insert(.connectionRequired)
         }
         if route.gateway == nil { flags.insert(.isDirect) }
-        switch link.kind {
+        switch (route.physicalLink ?? link).kind {
         case .wwan: flags.insert(.isWWAN)
         case .ppp: flags.insert(.transientConnection)
         default: break
@@ -191,12 +199,12 @@ public enum ReachabilityStatus: String, Sendable, Equatable {
 public enum Medium: String, Sendable, Equatable, CaseIterable {
     case none, wwan, wifi, ethernet, other
 
-    /// The egress link's kind when the target is reachable, `.none` otherwise. A local address is `.other`
-    /// (it never leaves the host).
+    /// The kind of the link packets leave on (the bottom of the route's underlay, else its own link) when the
+    /// target is reachable, `.none` otherwise. A local address is `.other` (it never leaves the host).
     public init(route: RouteLookup?, flags: ReachabilityFlags) {
         guard flags.isReachable, let route else { self = .none; return }
         if flags.contains(.isLocalAddress) { self = .other; return }
-        switch route.link?.kind {
+        switch route.physicalLink?.kind {
         case .wwan: self = .wwan
         case .wifi: self = .wifi
         case .ethernet: self = .ethernet

@@ -177,6 +177,9 @@ public struct Snapshot: Sendable, Equatable {
     /// How the modems' bars are computed: the one policy the configuration chose, carried with the snapshot to
     /// every place that shows bars (JSON, text, change detection, diag, Prometheus).
     public var signalPolicy: SignalPolicy
+    /// What the kernel said about the links below the route's (and any link the route part followed): a merge can
+    /// walk a chain again from it (`Underlay.resolve(index:destination:config:source:)`). Not part of the JSON.
+    public var underlayFacts: UnderlayFacts?
     /// Every interface holding a default route (main table or a table an `ip rule` points to), each derived as if it
     /// were the only way out; the primary first (`Uplinks.swift`).
     public var uplinks: [Uplink]
@@ -220,15 +223,15 @@ public struct Snapshot: Sendable, Equatable {
     /// (the other family's default, another address of a host) works, that one is reported: other links are never
     /// held back by a dead modem.
     ///
-    /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface),
-    /// else of the first registered modem. A locked SIM on that modem, or, with no route at all, on any modem,
-    /// sets intervention_required.
+    /// `wwan_status` is the generation of the modem that carries the route (its netdev is the egress interface, or
+    /// a link of the route's underlay: the modem truth applies through a CLAT or a tunnel), else of the first
+    /// registered modem. A locked SIM on that modem, or, with no route at all, on any modem, sets
+    /// intervention_required.
     public mutating func derive() {
         let asked = wwanSource.available || !wwan.isEmpty
         let (wwan, target) = (self.wwan, self.target)
         func evaluate(_ r: RouteLookup?) -> (flags: ReachabilityFlags, check: ModemCheck?, carrier: ModemState?) {
-            let egress = r?.link?.name
-            let carrier = egress.flatMap { WWANPath.modem(carrying: $0, in: wwan) }
+            let carrier = r.flatMap { Self.modem(carrying: $0, in: wwan) }
             let locked = carrier.map { $0.sim.needsIntervention } ?? (r == nil && wwan.contains { $0.sim.needsIntervention })
             let check = WWANPath.check(route: r, modems: wwan, modemsAsked: asked)
             return (WWANPath.flags(ReachabilityFlags.derive(from: r, interventionRequired: locked), after: check), check, carrier)
@@ -264,6 +267,12 @@ public struct Snapshot: Sendable, Equatable {
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (chosen.carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
         deriveUplinks()
+    }
+
+    /// The modem whose netdev carries `route`: the lowest link of its chain that a modem carries
+    /// (`WWANPath.modem(carrying:in:)`: the bottom of a CLAT or a tunnel, else the route's own link).
+    public static func modem(carrying route: RouteLookup, in modems: [ModemState]) -> ModemState? {
+        WWANPath.carrier(of: route, in: modems)?.modem
     }
 }
 
@@ -355,7 +364,7 @@ extension RouteLookup {
             ("family", .string(family.rawValue)),
             ("type", .string(typeName)),
             ("carrier", .optional(link?.carrier)),
-        ])
+        ] + underlayJSON)
     }
 
     public var typeName: String {

@@ -19,7 +19,8 @@ public enum SnapshotText {
             if s.flags.contains(.isLocalAddress) {
                 line = "reachable: \(s.target.value) is this host's own address"
             } else {
-                line += " via \(link.name)"
+                // With an underlay, every link down to the one packets leave on: "via clat → wwan0".
+                line += " via " + (r.underlay?.underlay != nil ? r.underlay!.names : link.name)
                 line += r.gateway.map { " (gateway \($0))" } ?? " (on-link)"
             }
         }
@@ -29,7 +30,14 @@ public enum SnapshotText {
     static func notReachableReason(_ s: Snapshot) -> String {
         if let e = s.resolutionError { return e }
         if let e = s.error { return e }
-        if s.flags.contains(.interventionRequired) { return "a SIM needs its PIN/PUK (intervention required)" }
+        if s.flags.contains(.interventionRequired) {
+            if let r = s.route, let chain = r.underlay, let m = Snapshot.modem(carrying: r, in: s.wwan),
+                let hop = chain.hops.dropFirst().first(where: { $0.link.name == m.interface })
+            {
+                return chain.reason(hop, "has a SIM that needs its PIN/PUK (intervention required)")
+            }
+            return "a SIM needs its PIN/PUK (intervention required)"
+        }
         if let c = s.modemCheck, c.result == .blocked, let why = c.reason { return why + " (connection required)" }
         guard let r = s.route else {
             return s.target == .defaultRoute ? "no default route" : "no route to \(s.target.value)"
@@ -42,6 +50,10 @@ public enum SnapshotText {
         if let link = r.link {
             if !link.adminUp { return "\(link.name) is down" }
             if !link.carrier { return "\(link.name) has no carrier (connection required)" }
+        }
+        if let chain = r.underlay {
+            if let hop = chain.firstDownHop { return chain.reason(hop, hop.link.adminUp ? "has no carrier" : "is down") }
+            if chain.blocking, let problem = chain.problem { return problem }
         }
         if s.target == .linkLocal { return "no on-link 169.254.0.0/16 network" }
         return "route via \(r.link?.name ?? "?") is not usable"
@@ -57,6 +69,11 @@ public enum SnapshotText {
         }
         lines.append(status)
         if !s.flags.isEmpty { lines.append("  flags: " + s.flags.names.joined(separator: ", ")) }
+        if let chain = s.route?.underlay {
+            lines += chain.peerLines.map { "  " + $0 }
+            // A blocking problem is the headline's reason already.
+            if let problem = chain.problem, !chain.blocking { lines.append("  underlay: \(problem)") }
+        }
         if case .host = s.target, !s.resolvedAddresses.isEmpty {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
         }

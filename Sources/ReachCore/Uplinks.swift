@@ -124,7 +124,9 @@ public struct Uplink: Sendable, Equatable {
 // MARK: - Grouping (the route collection's pure half)
 
 extension Uplink {
-    /// Groups default routes into uplinks by egress interface and adds the configured uplinks that hold none now.
+    /// Groups default routes into uplinks by the link they leave on and adds the configured uplinks that hold none
+    /// now. A route with an underlay (a CLAT's, a tunnel's, a VPN's) counts for the link it rides on, the bottom of
+    /// its chain: a tunnel is not an uplink of its own.
     ///
     /// - Parameters:
     ///   - routes: default routes of the counted tables (see `countedTables`), one per next hop; routes without an
@@ -139,7 +141,7 @@ extension Uplink {
         var order: [String] = []
         var byName: [String: Uplink] = [:]
         for r in routes {
-            guard let link = r.link else { continue }
+            guard let link = r.physicalLink else { continue }
             if byName[link.name] == nil {
                 order.append(link.name)
                 byName[link.name] = Uplink(interface: link.name, link: link, routes: [])
@@ -253,7 +255,7 @@ extension Snapshot {
         guard !uplinks.isEmpty else { return }
         let base = self
         let primaryName: String? =
-            target == .defaultRoute ? route?.link?.name : uplinks.first(where: \.primary)?.interface
+            target == .defaultRoute ? route?.physicalLink?.name : uplinks.first(where: \.primary)?.interface
         for i in uplinks.indices {
             uplinks[i].primary = primaryName != nil && uplinks[i].interface == primaryName
             uplinks[i].derive(with: base)
@@ -283,6 +285,9 @@ extension Uplink {
             ("metric", .optional(route?.metric)),
             ("gateway", .optional(route?.gateway)),
             ("carrier", .optional(link?.carrier)),
+            // The links riding on it whose default routes count for it (a CLAT, a tunnel, a VPN, a VLAN): its upper
+            // links, as the kernel calls a stacked device's (`upper_*` in sysfs).
+            ("upper", .array(Set(routes.compactMap { $0.link?.name }).subtracting([interface]).sorted().map(JSON.string))),
         ]
         if let m = modem {
             members.append((
@@ -322,6 +327,8 @@ extension SnapshotText {
         var line = "uplink \(u.interface)" + (tags.isEmpty ? "" : " (" + tags.joined(separator: ", ") + ")") + ": "
         if u.reachable {
             line += "reachable over \(u.medium.rawValue)"
+            // The route standing for it may be a tunnel's riding on it: "via clat → wwan0".
+            if let chain = u.route?.underlay, chain.underlay != nil { line += " via \(chain.names)" }
             if let r = u.route { line += r.gateway.map { " (gateway \($0))" } ?? " (on-link)" }
         } else {
             line += "not reachable: " + (u.reason ?? "?")

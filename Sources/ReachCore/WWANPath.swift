@@ -96,13 +96,32 @@ public enum WWANPath {
 
     /// The check of a route, when its egress interface is a modem's; for a WWAN-kind interface no modem is known to
     /// carry, an `unknown` check that says so (when the modems were asked at all). Nil otherwise.
+    ///
+    /// The truth applies through the route's underlay (a CLAT, a tunnel, a VLAN): the link checked is the lowest one
+    /// of the chain that a modem carries, and the reason names the route's own link first ("vx0: its underlay wwan0:
+    /// the modem has no data session").
     public static func check(route: RouteLookup?, modems: [ModemState], modemsAsked: Bool) -> ModemCheck? {
-        guard let r = route, r.type == .unicast, let link = r.link else { return nil }
-        if let m = modem(carrying: link.name, in: modems) { return check(interface: link.name, modem: m) }
-        guard link.kind == .wwan, modemsAsked else { return nil }
+        guard let r = route, r.type == .unicast, let top = r.link else { return nil }
+        if let (link, m) = carrier(of: r, in: modems) {
+            var c = check(interface: link.name, modem: m)
+            if link.name != top.name, let why = c.reason { c.reason = "\(top.name): its underlay \(why)" }
+            return c
+        }
+        let bottom = r.physicalLink ?? top
+        guard bottom.kind == .wwan, modemsAsked else { return nil }
+        let via = bottom.name == top.name ? "" : "\(top.name): its underlay "
         return ModemCheck(
-            interface: link.name, device: nil, result: .unknown,
-            reason: "\(link.name): no modem is known to carry it (name it in modems.ports[].interface)")
+            interface: bottom.name, device: nil, result: .unknown,
+            reason: "\(via)\(bottom.name): no modem is known to carry it (name it in modems.ports[].interface)")
+    }
+
+    /// The lowest link of the route's chain that a modem carries, with that modem (the route's own link when it has
+    /// no underlay).
+    public static func carrier(of route: RouteLookup, in modems: [ModemState]) -> (link: LinkState, modem: ModemState)? {
+        for link in route.linksFromBottom {
+            if let m = modem(carrying: link.name, in: modems) { return (link, m) }
+        }
+        return nil
     }
 
     /// The route's flags after the check: a blocked route needs a connection and is not reachable; an ok or unknown

@@ -26,6 +26,14 @@ public final class RouteResolver {
     /// Returns nil when the kernel has no route (ENETUNREACH). Unreachable, prohibit and blackhole routes come back as
     /// a lookup of that type, so the caller can tell "no route" from "a route that refuses".
     public func lookup(_ address: IPAddress) throws(NetlinkError) -> RouteLookup? {
+        try lookup(RouteQuery(address))
+    }
+
+    /// The route a packet described by `query` takes: a destination plus what a sender's flow carries (an output
+    /// interface binding, a fwmark, a source address, UDP ports), as a tunnel or WireGuard asks for its own
+    /// packets. Policy rules that match on those see them.
+    public func lookup(_ query: RouteQuery) throws(NetlinkError) -> RouteLookup? {
+        let address = query.destination
         let family = address.family == .ipv4 ? AF_INET : AF_INET6
         guard let msg = nlmsg_alloc_simple(Int32(RTM_GETROUTE), 0) else {
             throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
@@ -33,9 +41,20 @@ public final class RouteResolver {
         var rtm = rtmsg()
         rtm.rtm_family = UInt8(family)
         rtm.rtm_dst_len = UInt8(address.bytes.count * 8)
+        if let src = query.source, src.family == address.family { rtm.rtm_src_len = UInt8(src.bytes.count * 8) }
         var appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
-        if appended == 0 {
-            appended = address.bytes.withUnsafeBytes { nla_put(msg, Int32(RTA_DST.rawValue), Int32($0.count), $0.baseAddress) }
+        func put(_ type: rtattr_type_t, _ bytes: [UInt8]) {
+            if appended == 0 { appended = bytes.withUnsafeBytes { nla_put(msg, Int32(type.rawValue), Int32($0.count), $0.baseAddress) } }
+        }
+        put(RTA_DST, address.bytes)
+        if let src = query.source, src.family == address.family { put(RTA_SRC, src.bytes) }
+        if let oif = query.boundIndex { put(RTA_OIF, NativeInteger.bytes(UInt32(truncatingIfNeeded: oif))) }
+        if let mark = query.mark { put(RTA_MARK, NativeInteger.bytes(mark)) }
+        if query.udpSourcePort != nil || query.udpDestinationPort != nil {
+            // inet_rtm_getroute / inet6_rtm_getroute take ports only with a protocol (TCP, UDP or ICMP).
+            put(RTA_IP_PROTO, [UInt8(IPPROTO_UDP)])
+            if let p = query.udpSourcePort { put(RTA_SPORT, [UInt8(p >> 8), UInt8(p & 0xFF)]) }
+            if let p = query.udpDestinationPort { put(RTA_DPORT, [UInt8(p >> 8), UInt8(p & 0xFF)]) }
         }
         if appended < 0 {
             nlmsg_free(msg)

@@ -93,10 +93,16 @@ extension RouteResolver {
     }
 
     /// The uplinks' route facts: grouped (`Uplink.group`), with the configured uplinks that hold no default route now
-    /// looked up by name.
-    public func uplinks(specs: [UplinkSpec], primaryInterface: String?) throws(NetlinkError) -> [Uplink] {
-        let routes = try uplinkRoutes()
-        let routed = Set(routes.compactMap { $0.link?.name })
+    /// looked up by name. With `underlay`, each default route carries its chain first, so that a tunnel's or a CLAT's
+    /// default route counts for the link it rides on.
+    public func uplinks(
+        specs: [UplinkSpec], primaryInterface: String?, underlay: KernelUnderlaySource? = nil
+    ) throws(NetlinkError) -> [Uplink] {
+        var routes = try uplinkRoutes()
+        if let underlay {
+            for i in routes.indices { underlay.attach(to: &routes[i], destination: .defaultRoute(routes[i].family)) }
+        }
+        let routed = Set(routes.compactMap { $0.physicalLink?.name })
         var links: [String: LinkState?] = [:]
         for spec in specs where !routed.contains(spec.interface) {
             links[spec.interface] = .some(try link(name: spec.interface))

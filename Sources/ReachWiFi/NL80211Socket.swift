@@ -128,17 +128,7 @@ final class NL80211Socket {
     /// The payloads packed by the C shim: u32 length (host order), bytes, padding to 4.
     static func records(_ out: CNetlinkShims_genl_messages) -> [[UInt8]] {
         guard let base = out.data, out.length > 0 else { return [] }
-        let all = UnsafeRawBufferPointer(start: base, count: out.length)
-        var result: [[UInt8]] = []
-        result.reserveCapacity(out.count)
-        var offset = 0
-        while offset + 4 <= all.count {
-            let length = Int(all.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
-            guard offset + 4 + length <= all.count else { break }
-            result.append(Array(all[(offset + 4)..<(offset + 4 + length)]))
-            offset += 4 + ((length + 3) & ~3)
-        }
-        return result
+        return NetlinkRecords.split(UnsafeRawBufferPointer(start: base, count: out.length), count: out.count)
     }
 
     // MARK: Requests

@@ -26,9 +26,10 @@ final class EthernetTopology {
     let host: Namespace
     let net: Namespace
 
-    init() throws {
-        host = try Namespace("eth")
-        net = try Namespace("net")
+    /// - Parameter defaultRoutes: false leaves eth0 without the default routes (a second uplink of another test).
+    init(_ tag: String = "eth", defaultRoutes: Bool = true) throws {
+        host = try Namespace(tag)
+        net = try Namespace(tag + "-net")
         try host.veth("eth0", peer: net, "up0")
         try host.ip("addr", "add", "10.10.0.2/24", "dev", "eth0")
         try host.ip("-6", "addr", "add", "fd00:10::2/64", "dev", "eth0", "nodad")
@@ -36,6 +37,7 @@ final class EthernetTopology {
         try net.ip("-6", "addr", "add", "fd00:10::1/64", "dev", "up0", "nodad")
         try net.ip("link", "set", "up0", "up")
         try host.ip("link", "set", "eth0", "up")
+        guard defaultRoutes else { return }
         try host.ip("route", "add", "default", "via", "10.10.0.1")
         try host.ip("-6", "route", "add", "default", "via", "fd00:10::1")
     }

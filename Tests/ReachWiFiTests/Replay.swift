@@ -6,6 +6,7 @@
 // get the family id the controller reply announced; a non-dump reply is followed by an ACK, a dump by NLMSG_DONE.
 import CNetlinkShims
 import Foundation
+import ReachCore
 import Synchronization
 
 @testable import ReachWiFi

@@ -207,6 +207,7 @@ def check_lab(out):
     check("hostapd back: reach status is wifi again", regained is not None and regained.get("status") == "wifi" and
           regained.get("medium") == "wifi", regained and (regained.get("status"), regained.get("medium")) or err)
     check_agent(out)
+    check_tunnels(out)
 
 
 def check_agent(out):
@@ -259,6 +260,95 @@ def check_agent(out):
     except OSError:
         rc = "missing"
     check("agent: exited 0 on SIGTERM", rc == "0", rc)
+
+
+def check_tunnels(out):
+    """GRE and WireGuard over wwan0 (guest.sh `tunnels`): each answer's chain, medium and text."""
+    t = os.path.join(out, "tunnels")
+    try:
+        error = open(os.path.join(t, "error.txt")).read().strip()
+    except OSError:
+        error = None
+    check("underlays: the tunnels were set up", error is None, error or "ok")
+
+    def run(name):
+        doc, err = load(t, f"{name}.json")
+        try:
+            rc = open(os.path.join(t, f"{name}.rc")).read().strip()
+        except OSError:
+            rc = None
+        try:
+            text = open(os.path.join(t, f"{name}.txt")).read()
+        except OSError:
+            text = ""
+        return doc or {}, rc, text, err
+
+    def chain(doc):
+        return [h.get("interface") for h in (doc.get("route") or {}).get("chain", [])]
+
+    def hop(doc, i):
+        hops = (doc.get("route") or {}).get("chain", [])
+        return hops[i] if len(hops) > i else {}
+
+    gre, rc, text, err = run("gre")
+    check("gre1 (remote 198.18.0.7, local 10.20.0.2): exit 0", rc == "0", rc or err)
+    check("gre1: chain gre1 → wwan0", chain(gre) == ["gre1", "wwan0"], chain(gre))
+    check("gre1: via tunnel to its remote", hop(gre, 1).get("via") == "tunnel" and hop(gre, 1).get("remote") == "198.18.0.7",
+          (hop(gre, 1).get("via"), hop(gre, 1).get("remote")))
+    check("gre1: link_kind gre", hop(gre, 0).get("link_kind") == "gre", hop(gre, 0).get("link_kind"))
+    check("gre1: medium and status wwan", (gre.get("medium"), gre.get("status")) == ("wwan", "wwan"),
+          (gre.get("medium"), gre.get("status")))
+    check("gre1: text", text.startswith("reachable over wwan via gre1 → wwan0 (on-link)"), text.splitlines()[:1])
+
+    bound, rc, text, err = run("gre-bound")
+    check("gre2 bound to eth1 (`dev eth1`): chain gre2 → eth1", chain(bound) == ["gre2", "eth1"], chain(bound) or err)
+    check("gre2: medium ethernet", bound.get("medium") == "ethernet", bound.get("medium"))
+
+    wg, rc, text, err = run("wg")
+    check("wg0 (fwmark 51820, two peers): exit 0", rc == "0", rc or err)
+    check("wg0: chain wg0 → wwan0", chain(wg) == ["wg0", "wwan0"], chain(wg))
+    check("wg0: via wireguard to the peer holding 0.0.0.0/0, with the fwmark",
+          (hop(wg, 1).get("via"), hop(wg, 1).get("remote"), hop(wg, 1).get("fwmark")) == ("wireguard", "198.18.0.1:51820", 51820),
+          (hop(wg, 1).get("via"), hop(wg, 1).get("remote"), hop(wg, 1).get("fwmark")))
+    peers = hop(wg, 0).get("peers", [])
+    check("wg0: both peers listed with their underlays",
+          [(p.get("endpoint"), p.get("underlay"), p.get("carries")) for p in peers]
+          == [("198.18.0.1:51820", "wwan0", True), ("203.0.113.9:51821", "eth1", False)],
+          [(p.get("endpoint"), p.get("underlay"), p.get("carries")) for p in peers])
+    check("wg0: medium and status wwan", (wg.get("medium"), wg.get("status")) == ("wwan", "wwan"), (wg.get("medium"), wg.get("status")))
+    check("wg0: text", text.startswith("reachable over wwan via wg0 → wwan0 (on-link)")
+          and "wg0 peers: 198.18.0.1:51820 → wwan0 (carries the route), 203.0.113.9:51821 → eth1" in text, text.splitlines()[:4])
+
+    site, rc, text, err = run("wg-peer2")
+    check("wg0 to the site peer's 10.200.0.0/16: chain wg0 → eth1", chain(site) == ["wg0", "eth1"], chain(site) or err)
+    check("wg0 site: medium ethernet", site.get("medium") == "ethernet", site.get("medium"))
+
+    nomark, rc, text, err = run("wg-nomark")
+    check("wg0 without its fwmark: exit 1 (its packets would loop into wg0)", rc == "1", rc or err)
+    check("wg0 without its fwmark: the reason names the loop",
+          "goes back through wg0 (a loop)" in ((nomark.get("route") or {}).get("underlay_error") or ""),
+          (nomark.get("route") or {}).get("underlay_error"))
+
+    nobody, err = load(t, "wg-nobody.json")
+    problem = ((nobody or {}).get("route") or {}).get("underlay_error") or ""
+    check("wg0 read without CAP_NET_ADMIN: the answer stands and says why",
+          bool(nobody) and nobody.get("reachable") is True and "CAP_NET_ADMIN" in problem, problem or err)
+
+    lost, rc, text, err = run("wg-nocarrier")
+    check("wwan0 without carrier under wg0: exit 1", rc == "1", rc or err)
+    check("wwan0 without carrier under wg0: text", text.startswith("not reachable: wg0: its underlay wwan0 has no carrier"),
+          text.splitlines()[:1])
+
+    try:
+        marks = dict(line.split() for line in open(os.path.join(t, "marks.txt")))
+        print(f"underlays: the tunnel checks took {float(marks['end']) - float(marks['start']):.1f} s in the VM")
+    except (OSError, KeyError, ValueError):
+        pass
+    for name in ("gre", "wg", "wg-nocarrier"):
+        try:
+            print(f"--- reach status ({name})\n" + open(os.path.join(t, f"{name}.txt")).read().rstrip())
+        except OSError:
+            pass
 
 
 def check_bench(out):

@@ -71,6 +71,80 @@ run_reach_status() {  # NAME [extra args]: `reach status --json`, stdout and exi
   echo $? > $out/$name.rc
 }
 
+# Underlays (hw/lab/README.md, "What the check stage asserts" 6): GRE and WireGuard over an interface named wwan0,
+# which this VM's kernel has and the build machine's lacks. A namespace of their own keeps the WiFi routes as they
+# are; wwan0 and eth1 are dummies (carrier on, no peer: nothing is sent, only routes are asked).
+tunnels() {
+  local ns=lab-tunnels t=$out/tunnels
+  mkdir -p $t
+  echo "start $(cut -d' ' -f1 /proc/uptime)" > $t/marks.txt
+  nx() { ip netns exec $ns "$@"; }
+  reach_ns() {  # NAME [reach status args]: the JSON and exit code under $t
+    local name=$1; shift
+    nx "$bin/reach" status --no-modems --no-wifi --json "$@" > $t/$name.json 2> $t/$name.err
+    echo $? > $t/$name.rc
+  }
+  reach_text() {  # NAME [reach status args]: the text (and the exit code, when no JSON run gave it)
+    local name=$1; shift
+    nx "$bin/reach" status --no-modems --no-wifi "$@" > $t/$name.txt 2>> $t/$name.err
+    local rc=$?
+    [ -f $t/$name.rc ] || echo $rc > $t/$name.rc
+  }
+  ip netns add $ns || { echo "ip netns add failed" > $t/error.txt; return; }
+  nx ip link set lo up
+  nx ip link add wwan0 type dummy && nx ip link add eth1 type dummy || { echo "no dummy links" > $t/error.txt; ip netns del $ns; return; }
+  nx ip addr add 10.20.0.2/24 dev wwan0
+  nx ip addr add 192.0.2.2/24 dev eth1
+  nx ip link set wwan0 up
+  nx ip link set eth1 up
+  nx ip route add default via 10.20.0.1 dev wwan0
+  nx ip route add 203.0.113.0/24 via 192.0.2.1 dev eth1
+  # GRE with a fixed local address over wwan0; a second one bound to eth1 (`dev eth1`) although the main table
+  # would send its remote over wwan0.
+  nx ip link add gre1 type gre remote 198.18.0.7 local 10.20.0.2 ttl 64
+  nx ip addr add 10.77.0.2/30 dev gre1
+  nx ip link set gre1 up
+  nx ip route add 100.64.0.0/16 dev gre1
+  nx ip link add gre2 type gre remote 198.18.0.8 dev eth1 ttl 64
+  nx ip addr add 10.78.0.2/30 dev gre2
+  nx ip link set gre2 up
+  nx ip route add 100.65.0.0/16 dev gre2
+  reach_ns gre --address 100.64.1.1
+  reach_text gre --address 100.64.1.1
+  reach_ns gre-bound --address 100.65.1.1
+  # WireGuard in wg-quick's layout: fwmark 51820; unmarked packets go to table 51820 (default dev wg0), WireGuard's
+  # own (marked) to main. Two peers: the VPN server holding 0.0.0.0/0 behind wwan0, a site behind eth1.
+  (umask 077; wg genkey > /run/wg0.key)
+  local p1 p2
+  p1=$(wg genkey | wg pubkey); p2=$(wg genkey | wg pubkey)
+  nx ip link add wg0 type wireguard || { echo "no wireguard link" > $t/error.txt; ip netns del $ns; return; }
+  nx wg set wg0 private-key /run/wg0.key listen-port 51820 fwmark 51820 \
+    peer "$p1" endpoint 198.18.0.1:51820 allowed-ips 0.0.0.0/0 \
+    peer "$p2" endpoint 203.0.113.9:51821 allowed-ips 10.200.0.0/16
+  nx ip addr add 10.66.0.2/32 dev wg0
+  nx ip link set wg0 up
+  nx ip route add default dev wg0 table 51820
+  nx ip rule add not fwmark 51820 table 51820
+  nx ip rule add table main suppress_prefixlength 0
+  nx wg show wg0 > $t/wg-show.txt 2>&1
+  reach_ns wg --address 198.51.100.10
+  reach_text wg --address 198.51.100.10
+  reach_ns wg-peer2 --address 10.200.0.5
+  # Without the fwmark WireGuard's own packets would enter wg0 again: a loop the kernel refuses.
+  nx wg set wg0 fwmark 0
+  reach_ns wg-nomark --address 198.51.100.10
+  nx wg set wg0 fwmark 51820
+  # Without CAP_NET_ADMIN the peers cannot be read: the answer stands and says why.
+  nx setpriv --reuid=65534 --regid=65534 --clear-groups "$bin/reach" status --no-modems --no-wifi --json \
+    --address 198.51.100.10 > $t/wg-nobody.json 2> $t/wg-nobody.err
+  echo $? > $t/wg-nobody.rc
+  # The modem's link loses carrier under the tunnel (the routes stay, linkdown).
+  nx ip link set wwan0 carrier off
+  reach_text wg-nocarrier --address 198.51.100.10
+  ip netns del $ns
+  echo "end $(cut -d' ' -f1 /proc/uptime)" >> $t/marks.txt
+}
+
 case "$mode" in
 capture)
   ip link add nlmon0 type nlmon && ip link set nlmon0 up || fail "nlmon"
@@ -201,6 +275,9 @@ CONF
   iw dev wlan1 del
   sleep 2
   kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null; monitor_pid=
+
+  # 9. Underlays: GRE and WireGuard over wwan0.
+  tunnels
   ;;
 esac
 cleanup

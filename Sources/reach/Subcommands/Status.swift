@@ -143,7 +143,7 @@ extension Reach {
                 modemOptions: modemOptions,
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
-                signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks)
+                signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks, underlays: cfg.underlayConfig)
             let snapshot = await GatewayReach.status(request)
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())

@@ -49,7 +49,8 @@ extension Reach {
             let json = self.json
             // --resolve-timeout bounds each lookup of a host target, as in `reach status`.
             let route = KernelRouteSource(
-                interfaceOverrides: cfg.interfaceKinds, resolveTimeout: .seconds(targetOptions.resolveTimeout))
+                interfaceOverrides: cfg.interfaceKinds, resolveTimeout: .seconds(targetOptions.resolveTimeout),
+                underlays: cfg.underlayConfig)
             let agent = AgentAssembly(
                 config: cfg, configPath: config, log: nil, prometheus: nil,
                 onLine: { type, line, snapshot, change in

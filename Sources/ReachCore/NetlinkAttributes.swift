@@ -1,7 +1,8 @@
 // Netlink attributes (struct nlattr: u16 length, u16 type, payload, padded to 4 bytes) decoded from plain bytes.
 //
-// This is the pure half of the nl80211 adapter: libnl delivers each message's payload as bytes and everything
-// below works on those bytes alone, so tests feed captured messages straight in. Decoding never traps: an
+// This is the pure half of the netlink adapters (nl80211, WireGuard's genetlink family, rtnetlink's link
+// attributes): libnl delivers each message's payload as bytes and everything below works on those bytes alone, so
+// tests feed captured messages straight in. Decoding never traps: an
 // attribute whose length runs past its container, or is shorter than its own header, ends the walk of that
 // container and marks it malformed; an attribute of an unknown type is kept but simply never asked for; a value of
 // the wrong size reads as absent.
@@ -19,29 +20,33 @@ public struct NetlinkAttributes: Sendable, Equatable {
     public private(set) var malformed: Bool
 
     public init<C: Collection<UInt8>>(_ bytes: C) where C.Index == Int {
-        payloads = [:]
-        order = []
-        malformed = false
+        var payloads: [UInt16: [UInt8]] = [:]
+        var order: [UInt16] = []
+        malformed = !Self.walk(bytes) { type, payload in
+            if payloads[type] == nil {
+                payloads[type] = Array(payload)
+                order.append(type)
+            }
+        }
+        self.payloads = payloads
+        self.order = order
+    }
+
+    /// Calls `body` with every attribute's type (flags masked) and payload, in order; false when the bytes end in a
+    /// malformed attribute.
+    static func walk<C: Collection<UInt8>>(_ bytes: C, _ body: (UInt16, C.SubSequence) -> Void) -> Bool
+    where C.Index == Int {
         var offset = bytes.startIndex
         let end = bytes.endIndex
         while offset < end {
-            guard end - offset >= Self.headerLength else {
-                malformed = true
-                break
-            }
+            guard end - offset >= Self.headerLength else { return false }
             let length = Int(NativeInteger.u16(bytes[offset], bytes[offset + 1]))
             let rawType = NativeInteger.u16(bytes[offset + 2], bytes[offset + 3])
-            guard length >= Self.headerLength, length <= end - offset else {
-                malformed = true
-                break
-            }
-            let type = rawType & Self.typeMask
-            if payloads[type] == nil {
-                payloads[type] = Array(bytes[(offset + Self.headerLength)..<(offset + length)])
-                order.append(type)
-            }
+            guard length >= Self.headerLength, length <= end - offset else { return false }
+            body(rawType & Self.typeMask, bytes[(offset + Self.headerLength)..<(offset + length)])
             offset += (length + 3) & ~3
         }
+        return true
     }
 
     public var isEmpty: Bool { order.isEmpty }
@@ -74,12 +79,22 @@ public struct NetlinkAttributes: Sendable, Equatable {
         guard let container = nested(type) else { return [] }
         return container.order.compactMap { container.nested($0) }
     }
+
+    /// Every nest inside the attribute `type`, whatever the elements' own types: for lists whose elements all carry
+    /// type 0, as WireGuard's peers and allowed IPs do (drivers/net/wireguard/netlink.c), which `elements` would
+    /// fold into one.
+    public func list(_ type: UInt16) -> [NetlinkAttributes] {
+        guard let container = payloads[type] else { return [] }
+        var out: [NetlinkAttributes] = []
+        _ = Self.walk(container) { _, payload in out.append(NetlinkAttributes(payload)) }
+        return out
+    }
 }
 
 /// Netlink integers are in the host's byte order (not network order).
-enum NativeInteger {
+public enum NativeInteger {
     /// Two bytes in host order as a UInt16.
-    static func u16(_ first: UInt8, _ second: UInt8) -> UInt16 {
+    public static func u16(_ first: UInt8, _ second: UInt8) -> UInt16 {
         var value: UInt16 = 0
         withUnsafeMutableBytes(of: &value) { raw in
             raw[0] = first
@@ -88,7 +103,7 @@ enum NativeInteger {
         return value
     }
 
-    static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int = 0) -> T? {
+    public static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int = 0) -> T? {
         let size = MemoryLayout<T>.size
         guard offset >= 0, bytes.count - offset >= size else { return nil }
         var value: T = 0
@@ -98,7 +113,7 @@ enum NativeInteger {
         return value
     }
 
-    static func bytes<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    public static func bytes<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
         withUnsafeBytes(of: value) { Array($0) }
     }
 }
@@ -127,5 +142,22 @@ public struct NetlinkAttributeWriter: Sendable {
         var inner = NetlinkAttributeWriter()
         build(&inner)
         put(type, inner.bytes, nested: true)
+    }
+}
+
+/// The messages a CNetlinkShims exchange packed into one buffer: each record a u32 length (host order), that many
+/// bytes, padding to 4. A record that runs past the buffer ends the list.
+public enum NetlinkRecords {
+    public static func split(_ all: UnsafeRawBufferPointer, count: Int = 0) -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        result.reserveCapacity(count)
+        var offset = 0
+        while offset + 4 <= all.count {
+            let length = Int(all.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+            guard offset + 4 + length <= all.count else { break }
+            result.append(Array(all[(offset + 4)..<(offset + 4 + length)]))
+            offset += 4 + ((length + 3) & ~3)
+        }
+        return result
     }
 }
