@@ -45,7 +45,7 @@ public struct AgentAssembly {
     ///   - route / modems / wifi: the sources; nil picks the production one for the config.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
-        clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
+        onState: StateHandler? = nil, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         reloadOnSIGHUP: Bool, logger: Logger
     ) {
@@ -83,7 +83,7 @@ public struct AgentAssembly {
         let grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
         let hub = StatusHub(
             config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
-            clock: clock, wall: wall, logger: logger)
+            onState: onState, clock: clock, wall: wall, logger: logger)
         self.hub = hub
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
