@@ -289,7 +289,13 @@ public final class HookRunner: Sendable {
             cEnv.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
+        var rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
+        // ETXTBSY: the file is still open for writing somewhere (being installed, or its writer's descriptor inherited
+        // by a child another thread started before it was closed); that passes within milliseconds.
+        for attempt in 1...5 where rc == ETXTBSY {
+            usleep(UInt32(attempt) * 10_000)
+            rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
+        }
         close(input[0])
         close(errors[1])
         guard rc == 0 else { return .failure(SystemError("posix_spawn", errno: rc, path: path)) }

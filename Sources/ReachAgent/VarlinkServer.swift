@@ -267,12 +267,15 @@ public final class VarlinkServer: Sendable {
 
     /// Reads what the client sent and answers every complete call. False when the connection is to be closed now.
     private func receive(_ c: Client, _ buffer: inout [UInt8], state: String, now: Int64) -> Bool {
-        while true {
+        var taken = 0
+        // At most a few requests' worth per round, so one client that never stops sending cannot hold the thread.
+        while taken <= 4 * limits.maxRequest {
             let n = buffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if n == 0 { return false }
             if n < 0 { return errno == EAGAIN || errno == EINTR }
+            taken += n
             c.lastActivity = now
-            if c.closeWhenFlushed { continue }  // nothing more is answered on a connection being closed
+            if c.closeWhenFlushed { return true }  // nothing more is read or answered on a connection being closed
             c.input += buffer[0..<n]
             while let end = c.input.firstIndex(of: 0) {
                 let request = Array(c.input[..<end])
@@ -288,6 +291,7 @@ public final class VarlinkServer: Sendable {
                 c.input = []
             }
         }
+        return true
     }
 
     private func handle(_ c: Client, _ request: [UInt8], state: String) {
