@@ -89,8 +89,9 @@ public enum AgentClient {
     /// state is fresh. Otherwise why not.
     public struct Usable: Sendable {
         public var state: JSON
-        public var wwan: (SourceHealth, [ModemState])
-        public var wifi: (SourceHealth, [WiFiLink])
+        /// nil for a source the agent does not read (turned off in its configuration): that one is read here.
+        public var wwan: (SourceHealth, [ModemState])?
+        public var wifi: (SourceHealth, [WiFiLink])?
         public var readings: Readings
     }
 
@@ -128,12 +129,17 @@ public enum AgentClient {
             let from = "from the running agent (age \(Int(max(0, age).rounded())) s)"
             return SourceHealth(available: theirs.available, reason: theirs.reason.map { "\(from): \($0)" } ?? from)
         }
+        /// The agent's hub says this of a source its configuration turns off.
+        func watched(_ name: String) -> Bool { target["sources"]?[name]?["reason"]?.stringValue != "disabled in the configuration" }
+        guard watched("wwan") || watched("wifi") else {
+            return direct("the agent (pid \(pid)) reads no modem and no WiFi")
+        }
         let modems = (target["wwan"]?.arrayValue ?? []).compactMap(ModemState.init(json:))
         let links = (target["wifi"]?.arrayValue ?? []).compactMap(WiFiLink.init(json:))
         return .success(Usable(
             state: state,
-            wwan: (health("wwan", sourceAge("wwan")), modems),
-            wifi: (health("wifi", sourceAge("wifi")), links),
+            wwan: watched("wwan") ? (health("wwan", sourceAge("wwan")), modems) : nil,
+            wifi: watched("wifi") ? (health("wifi", sourceAge("wifi")), links) : nil,
             readings: Readings(origin: .agent, detail: "pid \(pid) on \(socketPath), state \(format(age)) s old", ageSeconds: age)))
     }
 
@@ -150,14 +156,18 @@ public enum AgentClient {
         if reason == nil, let socketPath {
             switch usable(socketPath: socketPath) {
             case let .success(u):
+                // A source the agent does not read is read here (its own modems or WiFi are then opened).
                 var local = request
-                local.readModems = false
-                local.readWiFi = false
+                local.readModems = request.readModems && u.wwan == nil
+                local.readWiFi = request.readWiFi && u.wifi == nil
                 var snapshot = await GatewayReach.status(local)
-                if request.readModems { (snapshot.wwanSource, snapshot.wwan) = u.wwan }
-                if request.readWiFi { (snapshot.wifiSource, snapshot.wifi) = u.wifi }
+                if request.readModems, let wwan = u.wwan { (snapshot.wwanSource, snapshot.wwan) = wwan }
+                if request.readWiFi, let wifi = u.wifi { (snapshot.wifiSource, snapshot.wifi) = wifi }
                 snapshot.derive()
-                return (snapshot, u.readings, u.state)
+                var readings = u.readings
+                if local.readModems { readings.detail += "; modems read here: the agent reads none" }
+                if local.readWiFi { readings.detail += "; WiFi read here: the agent reads none" }
+                return (snapshot, readings, u.state)
             case let .failure(readings):
                 return (await GatewayReach.status(request), readings, nil)
             }
