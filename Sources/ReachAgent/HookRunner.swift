@@ -76,6 +76,8 @@ public final class HookRunner: Sendable {
     private let mailbox = Mutex(Mailbox())
     private let statsBox = Mutex(Stats())
     private let finished = WorkerEnd()
+    /// The process group of the program running now (0: none), for `stop`.
+    private let running = Mutex<pid_t>(0)
 
     public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
         guard let wake = SelfPipe() else { return nil }
@@ -108,11 +110,16 @@ public final class HookRunner: Sendable {
         wake.poke()
     }
 
-    /// Lets a running hook finish within its timeout, runs nothing more, and returns within `timeoutMS`.
+    /// Runs nothing more; a program still running gets SIGTERM (its process group), then SIGKILL when it has not
+    /// ended within `timeoutMS`, so the agent leaves no hook behind when it stops.
     public func stop(timeoutMS: Int64 = 1000) {
         mailbox.withLock { $0.stopping = true }
         wake.poke()
+        let group = running.withLock { $0 }
+        if group > 0 { kill(-group, SIGTERM) }
         finished.await(timeoutMS: timeoutMS)
+        let left = running.withLock { $0 }
+        if left > 0 { kill(-left, SIGKILL) }
     }
 
     private func run() {
@@ -218,7 +225,11 @@ public final class HookRunner: Sendable {
     func execute(_ path: String, argv: [String], environment: [String], stdin: [UInt8], seq: String) -> Outcome? {
         statsBox.withLock { $0.runs += 1 }
         let outcome: Outcome
-        switch Self.spawnAndWait(path, argv: argv, environment: environment, stdin: stdin, settings: settings) {
+        let spawned = Self.spawnAndWait(
+            path, argv: argv, environment: environment, stdin: stdin, settings: settings,
+            started: { pid in self.running.withLock { $0 = pid } })
+        running.withLock { $0 = 0 }
+        switch spawned {
         case let .success(o): outcome = o
         case let .failure(e):
             statsBox.withLock { $0.failures += 1 }
@@ -242,9 +253,10 @@ public final class HookRunner: Sendable {
 
     /// posix_spawn in a process group of its own with an empty signal mask and default dispositions, stdin from a
     /// pipe holding `stdin`, stdout to /dev/null, stderr to a pipe read here; every other descriptor closed.
-    static func spawnAndWait(_ path: String, argv: [String], environment: [String], stdin: [UInt8], settings: Settings)
-        -> Result<Outcome, SystemError>
-    {
+    static func spawnAndWait(
+        _ path: String, argv: [String], environment: [String], stdin: [UInt8], settings: Settings,
+        started: (pid_t) -> Void = { _ in }
+    ) -> Result<Outcome, SystemError> {
         var input: [Int32] = [-1, -1]
         var errors: [Int32] = [-1, -1]
         guard pipe(&input) == 0 else { return .failure(SystemError("pipe", errno: errno)) }
@@ -299,6 +311,7 @@ public final class HookRunner: Sendable {
         close(input[0])
         close(errors[1])
         guard rc == 0 else { return .failure(SystemError("posix_spawn", errno: rc, path: path)) }
+        started(pid)
 
         let readFD = errors[0]
         _ = fcntl(readFD, F_SETFL, fcntl(readFD, F_GETFL) | O_NONBLOCK)
