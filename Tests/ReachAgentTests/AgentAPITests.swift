@@ -370,6 +370,15 @@ import Testing
         #expect(try JSON.parse(missing.stdout)["error"] != nil)
         let unknown = try await TestSupport.run(env + ["call", "restart"], input: "{}")
         #expect(unknown.status != 0)
+        // scripts/install --init procd puts both where rpcd and LuCI look.
+        let staged = dir + "/staged"
+        let install = try await TestSupport.run([
+            PackagingTests.root + "/scripts/install", "--destdir", staged, "--init", "procd", "--binary", TestPaths.reach,
+        ])
+        #expect(install.status == 0, "\(install.stderr)")
+        #expect(FileManager.default.isExecutableFile(atPath: staged + "/usr/libexec/rpcd/reach"))
+        #expect(FileManager.default.fileExists(atPath: staged + "/usr/share/rpcd/acl.d/reach.json"))
+        #expect(try String(contentsOfFile: staged + "/etc/init.d/reach", encoding: .utf8).contains("mkdir -p /var/run/reach"))
     }
 }
 
