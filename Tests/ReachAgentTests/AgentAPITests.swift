@@ -228,7 +228,7 @@ import Testing
         #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) < 5, "\(outputs.serialized())")
         #expect((outputs["change_line_delay_max_ms"]?.doubleValue ?? 1e9) < 1000, "\(outputs.serialized())")
         print("agent API stress: \(reads) state reads by 4 readers, 0 torn; 200 change lines; Varlink \(outputs["varlink"]!.serialized()); "
-              + "change line delay max \(outputs["change_line_delay_max_ms"]!) ms, hand-over CPU max \(outputs["line_handoff_cpu_max_ms"]!) ms")
+              + "change line delay max \(outputs["change_line_delay_max_ms"]?.doubleValue ?? -1) ms, hand-over CPU max \(outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? -1) ms")
 
         // The final state agrees with a direct read in the same namespace.
         try Self.config(dir).write(toFile: dir + "/status.json", atomically: true, encoding: .utf8)
@@ -338,7 +338,7 @@ import Testing
         let h = try #require(outputs["hooks"])
         #expect((h["timeouts"]?.intValue ?? 0) >= 1 && (h["refused"]?.intValue ?? 0) >= 1, "\(h.serialized())")
         #expect(h["events"]?.intValue == 12)
-        print("hooks under a hanging hook: \(h.serialized()); change line delay max \(outputs["change_line_delay_max_ms"]!) ms")
+        print("hooks under a hanging hook: \(h.serialized()); change line delay max \(outputs["change_line_delay_max_ms"]?.doubleValue ?? -1) ms")
         let (exit, log) = await agent.stop()
         #expect(exit == 0)
         #expect(log.contains("Hook failed") && log.contains("timed out"))

@@ -29,7 +29,7 @@ import Testing
              "changes":{"hold_down_seconds":\(holdDown),"bar_hysteresis_db":3},
              "signal":{"profile":"strict"},
              "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600},
-             "wifi":{"enabled":false}}
+             "wifi":{"enabled":false},"api":{"state_directory":null,"hooks_directory":null}}
             """
         let agent = try await EndToEndTests.AgentProcess.start(config: config, dir: dir)
         #expect(await EndToEndTests.waitFor("start", timeout: 15) { agent.events("start").count == 1 })
