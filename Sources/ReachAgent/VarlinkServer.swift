@@ -181,7 +181,8 @@ public final class VarlinkServer: Sendable {
             let order = Array(clients.keys)
             for fd in order {
                 let c = clients[fd]!
-                var events = Int16(POLLIN)
+                // A connection being closed is only flushed: its end of file or further bytes are not waited on.
+                var events = c.closeWhenFlushed ? Int16(0) : Int16(POLLIN)
                 if c.pending > 0 { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: fd, events: events, revents: 0))
             }
@@ -271,7 +272,11 @@ public final class VarlinkServer: Sendable {
         // At most a few requests' worth per round, so one client that never stops sending cannot hold the thread.
         while taken <= 4 * limits.maxRequest {
             let n = buffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if n == 0 { return false }
+            if n == 0 {
+                // The client shut its sending side (or left): what it asked for is still answered, then it is closed.
+                c.closeWhenFlushed = true
+                return c.pending > 0
+            }
             if n < 0 { return errno == EAGAIN || errno == EINTR }
             taken += n
             c.lastActivity = now

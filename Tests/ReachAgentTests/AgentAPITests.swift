@@ -182,6 +182,14 @@ import Testing
                 #expect(noise.message()?.contains("org.gatewayreach.Reach.InvalidRequest") == true)
                 #expect(noise.closedByPeer())
             }
+            if i == 40 {
+                // A client that shuts its sending side after the call (as socat or a shell tool may) is answered.
+                let halfClosed = try #require(Connection(socketPath))
+                halfClosed.send(Array(#"{"method":"org.varlink.service.GetInfo"}"#.utf8) + [0])
+                shutdown(halfClosed.fd, Int32(SHUT_WR))
+                #expect(halfClosed.message()?.contains("\"product\":\"reach\"") == true)
+                #expect(halfClosed.closedByPeer())
+            }
             if i == 30 {
                 let unknown = try #require(Connection(socketPath))
                 unknown.send(Array(#"{"method":"org.gatewayreach.Reach.Reboot"}"#.utf8) + [0])
