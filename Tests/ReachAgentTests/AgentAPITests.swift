@@ -285,6 +285,11 @@ import Testing
         let checks = try JSON.parse(diag.stdout)["checks"]?.arrayValue ?? []
         #expect(checks.first?["id"] == .string("agent") && checks.first?["status"] == .string("ok"), "\(diag.stdout)")
         #expect(sim.log == before, "reach diag opened the modem")
+        let bundle = try await TestSupport.run([TestPaths.reach, "diag", "--config", dir + "/reach.json", "--bundle", dir + "/b.tar.gz"])
+        #expect([0, 2].contains(bundle.status), "\(bundle.stderr)")
+        let listing = try await TestSupport.run(["tar", "-xOzf", dir + "/b.tar.gz", "--wildcards", "*/agent-state.json"])
+        #expect(try JSON.parse(listing.stdout)["agent"]?["state"] == .string("running"), "\(listing.stderr)")
+        #expect(sim.log == before, "reach diag --bundle opened the modem")
 
         let direct = try await TestSupport.run([TestPaths.reach, "status", "--json", "--direct", "--config", dir + "/reach.json"])
         #expect(try JSON.parse(direct.stdout)["readings"]?["from"] == .string("direct"))
