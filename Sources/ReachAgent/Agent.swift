@@ -47,7 +47,7 @@ public struct AgentAssembly {
     ///     process); see `ModemReadOptions.worker`.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
-        clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
+        onState: StateHandler? = nil, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         modemWorker: ModemWorkerLaunch? = nil, reloadOnSIGHUP: Bool, logger: Logger
     ) {
@@ -90,7 +90,7 @@ public struct AgentAssembly {
         let grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
         let hub = StatusHub(
             config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
-            clock: clock, wall: wall, logger: logger)
+            onState: onState, clock: clock, wall: wall, logger: logger)
         self.hub = hub
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [

@@ -138,6 +138,10 @@ public enum SupportBundle {
             TarGz.Entry(name: "\(dir)/config.json", text: config.json.prettySerialized() + "\n"),
         ]
         if let note { entries.insert(TarGz.Entry(name: "\(dir)/report-tail.txt", text: note), at: 4) }
+        // The running agent's own answer (state.json's object; it carries no identifiers), when it answered.
+        if let state = report.agentState {
+            entries.append(TarGz.Entry(name: "\(dir)/agent-state.json", text: (showIdentifiers ? state : Redact.json(state)).prettySerialized() + "\n"))
+        }
         return TarGz.gzip(TarGz.tar(entries, mtime: now.seconds), mtime: now.seconds)
     }
 

@@ -11,6 +11,9 @@ public struct DiagReport: Sendable {
     public var facts: DiagFacts
     public var checks: [DiagCheck]
     public var verdict: Verdict
+    /// Where the modem and WiFi readings came from, and the running agent's state when it answered.
+    public var readings: Readings? = nil
+    public var agentState: JSON? = nil
 
     public func json(showIdentifiers: Bool) -> JSON {
         var snapshot = facts.snapshot.json(showIdentifiers: showIdentifiers)
@@ -22,6 +25,7 @@ public struct DiagReport: Sendable {
             ("exit_code", .int(Int(verdict.exitCode))),
             ("checks", .array(checks.map(\.json))),
             ("snapshot", snapshot),
+            ("readings", readings?.json ?? .null),
         ])
     }
 
@@ -54,9 +58,10 @@ extension DiagReport {
 
 public enum Diagnostics {
     /// `modemWorker`: read the modems in worker processes started this way (`ModemReadOptions.worker`).
-    public static func run(config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil) async
-        -> DiagReport
-    {
+    /// - Parameter direct: read modems and WiFi here even when an agent runs (and why), else ask the agent first.
+    public static func run(
+        config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil, direct: String? = nil
+    ) async -> DiagReport {
         var modemOptions = ModemReadOptions(
             requestTimeout: .seconds(config.modems.requestTimeoutSeconds), access: config.modems.access)
         modemOptions.worker = modemWorker
@@ -72,7 +77,9 @@ public enum Diagnostics {
             signalPolicy: config.signalPolicy, uplinks: config.uplinks, underlays: config.underlayConfig)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
-        let snapshot = await GatewayReach.status(request)
+        let direct = direct ?? (showIdentifiers ? "--show-identifiers: the agent publishes no identifiers" : nil)
+        let (snapshot, readings, agentState) = await AgentClient.status(
+            request, socketPath: config.api.socketPath, direct: direct ?? (config.api.socketPath == nil ? "api.state_directory is null" : nil))
         var facts = DiagFacts(snapshot: snapshot)
         facts.interfaces = interfaceFacts()
         if let r = snapshot.route, let gw = r.gateway.flatMap(IPAddress.init), let link = r.link {
@@ -87,7 +94,26 @@ public enum Diagnostics {
         facts.dnsSources = dns.sources
         facts.dnsError = dns.error
         if let p = config.probe, let r = await probeResult { facts.probe = (p, r) }
-        return DiagReport(facts: facts, showIdentifiers: showIdentifiers)
+        var checks = DiagChecks.evaluate(facts, showIdentifiers: showIdentifiers)
+        checks.insert(agentCheck(readings, agentState), at: 0)
+        var report = DiagReport(facts: facts, checks: checks, verdict: DiagChecks.verdict(checks))
+        report.readings = readings
+        report.agentState = agentState
+        return report
+    }
+
+    /// Whether an agent runs and whether its readings were used. Not running is no problem of the link (skip); an
+    /// agent that answers with a stale state is (warn).
+    static func agentCheck(_ readings: Readings, _ state: JSON?) -> DiagCheck {
+        if readings.origin == .agent {
+            let started = state?["agent"]?["started"]?.stringValue ?? "?"
+            return DiagCheck("agent", "Agent", .ok, "running since \(started); readings from it (\(readings.detail))")
+        }
+        if readings.detail.contains("stale") {
+            return DiagCheck("agent", "Agent", .warn, readings.detail + "; read directly",
+                             hint: "the agent answers but its sources stopped updating: see its log (journalctl -u reach, logread)")
+        }
+        return DiagCheck("agent", "Agent", .skip, readings.detail + "; read directly")
     }
 
     /// Every interface with its flags and addresses. The corresponding C function is `getifaddrs`.

@@ -8,6 +8,25 @@ import Logging
 /// Where lines go besides the report log: `reach watch` prints them, tests collect them.
 public typealias LineHandler = @Sendable (_ type: ReportEventType, _ line: JSON, _ snapshot: Snapshot, _ change: ChangeEvent?) -> Void
 
+/// What the hub publishes for the state outputs (state file, Varlink): every target's current snapshot with the
+/// values last reported, when each source was last heard from, and the last seq. Published after every update of a
+/// part, every line, and at least every `refresh` (`AgentOutputs` renders it on a thread of its own).
+public struct HubState: Sendable {
+    public struct TargetPart: Sendable {
+        public var snapshot: Snapshot
+        public var view: ReportedView?
+    }
+
+    public var time: Timestamp
+    public var targets: [TargetPart]
+    /// "route", "wwan", "wifi": the wall time of each source's last update.
+    public var heard: [String: Timestamp]
+    public var lastSeq: UInt64
+    public var stopped: Bool
+}
+
+public typealias StateHandler = @Sendable (HubState) -> Void
+
 public actor StatusHub {
     struct TargetState {
         var target: Target
@@ -39,6 +58,11 @@ public actor StatusHub {
     private let log: ReportLog?
     private let prometheus: PrometheusTextfile?
     private let onLine: LineHandler?
+    private let onState: StateHandler?
+    /// When each source was last heard from, and when the state is next published at the latest.
+    private var heardAt: [String: Timestamp] = [:]
+    private var nextState: Duration = .zero
+    private let stateEvery: Duration
     private let clock: any AgentClock
     private let wall: @Sendable () -> Timestamp
     private let logger: Logger
@@ -50,7 +74,8 @@ public actor StatusHub {
     ///     with whatever has arrived.
     public init(
         config: AgentConfig, expecting: Set<String>, startupGrace: Duration, log: ReportLog?, prometheus: PrometheusTextfile?,
-        onLine: LineHandler?, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() }, logger: Logger
+        onLine: LineHandler?, onState: StateHandler? = nil, clock: any AgentClock,
+        wall: @escaping @Sendable () -> Timestamp = { .now() }, logger: Logger
     ) {
         self.config = config
         self.signalPolicy = config.signalPolicy
@@ -65,6 +90,8 @@ public actor StatusHub {
         self.log = log
         self.prometheus = prometheus
         self.onLine = onLine
+        self.onState = onState
+        self.stateEvery = .seconds(config.stateRefreshSeconds)
         self.clock = clock
         self.wall = wall
         self.logger = logger
@@ -81,6 +108,7 @@ public actor StatusHub {
     public func setRoute(_ index: Int, _ view: RouteView) {
         guard targets.indices.contains(index) else { return }
         targets[index].route = view
+        heardAt["route"] = wall()
         if index == targets.count - 1 { heard("route") }
         update()
     }
@@ -88,12 +116,14 @@ public actor StatusHub {
     public func setModems(source: String, _ health: SourceHealth, _ states: [ModemState]) {
         if modemParts[source] == nil { modemOrder.append(source) }
         modemParts[source] = (health, states)
+        heardAt["wwan"] = wall()
         heard("modem:" + source)
         update()
     }
 
     public func setWiFi(_ health: SourceHealth, _ links: [WiFiLink]) {
         wifiPart = (health, links)
+        heardAt["wifi"] = wall()
         heard("wifi")
         update()
     }
@@ -110,6 +140,7 @@ public actor StatusHub {
         if !started { return startDeadline }
         var d = nextPeriodic
         for t in targets { if let h = t.detector.nextDeadline { d = min(d, h) } }
+        if onState != nil { d = min(d, nextState) }
         return d
     }
 
@@ -138,6 +169,7 @@ public actor StatusHub {
             while nextPeriodic <= now { nextPeriodic += interval }
         }
         if wrote { writeMetrics() }
+        if wrote || now >= nextState { publishState() }
     }
 
     /// The last lines (SIGTERM, SIGINT): one `stop` line per target, then nothing more.
@@ -150,6 +182,7 @@ public actor StatusHub {
         }
         writeMetrics()
         stopped = true
+        publishState()
     }
 
     // MARK: Reload
@@ -167,6 +200,7 @@ public actor StatusHub {
         if new.platPrefix != config.platPrefix { needRestart.append("clat") }
         if new.uplinks != config.uplinks { needRestart.append("uplinks") }
         if new.logLevel != config.logLevel { needRestart.append("log_level") }
+        if new.api != config.api { needRestart.append("api") }
         if (new.prometheusTextfile == nil) != (config.prometheusTextfile == nil) { needRestart.append("prometheus.textfile") }
         for i in targets.indices { targets[i].detector.update(policy: new.changePolicy) }
         log?.update(ReportLog.Settings(new.report))
@@ -203,6 +237,7 @@ public actor StatusHub {
             }
         }
         if wrote { writeMetrics() }
+        publishState()
         wakeup.signal()
     }
 
@@ -218,6 +253,7 @@ public actor StatusHub {
         }
         nextPeriodic = now + interval
         writeMetrics()
+        publishState()
     }
 
     private func writeChange(_ i: Int, _ e: ChangeEvent) {
@@ -236,6 +272,14 @@ public actor StatusHub {
         let line = ReportLine.json(snapshot: s, view: d.view, event: event)
         log?.append(line, time: s.time)
         onLine?(type, line, s, change)
+    }
+
+    /// Hands the current state to the state outputs (nothing before the first lines: there is no answer yet).
+    private func publishState() {
+        guard let onState, started else { return }
+        nextState = clock.now() + stateEvery
+        let parts = targets.compactMap { t in t.snapshot.map { HubState.TargetPart(snapshot: $0, view: t.detector.view) } }
+        onState(HubState(time: wall(), targets: parts, heard: heardAt, lastSeq: seq, stopped: stopped))
     }
 
     private func writeMetrics() {

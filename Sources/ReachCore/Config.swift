@@ -107,6 +107,24 @@ public struct AgentConfig: Sendable, Equatable {
         case trace, debug, info, notice, warning, error, critical
     }
 
+    /// What the agent offers other programs: the state file and the Varlink socket in `stateDirectory`, the event
+    /// hooks in `hooksDirectory`. nil turns each off.
+    public struct API: Sendable, Equatable {
+        public static let socketName = "org.gatewayreach.Reach"
+        public static let stateFileName = "state.json"
+        /// sun_path holds 108 bytes with its NUL (include/uapi/linux/un.h UNIX_PATH_MAX): the directory must leave
+        /// room for "/org.gatewayreach.Reach".
+        public static let maxStateDirectoryBytes = 107 - 1 - socketName.utf8.count
+
+        public var stateDirectory: String? = "/run/reach"
+        public var hooksDirectory: String? = "/etc/reach/events.d"
+        public var hookTimeoutSeconds: Double = 30
+        public init() {}
+
+        public var stateFile: String? { stateDirectory.map { $0 + "/" + Self.stateFileName } }
+        public var socketPath: String? { stateDirectory.map { $0 + "/" + Self.socketName } }
+    }
+
     public var report = Report()
     public var changes = Changes()
     public var signal = Signal()
@@ -130,6 +148,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var logLevel: LogLevel = .info
     /// Report lines a diagnostics bundle carries.
     public var diagReportLines = 200
+    public var api = API()
 
     public init() {}
 
@@ -139,6 +158,15 @@ public struct AgentConfig: Sendable, Equatable {
     /// What the underlay walk uses: `interface_underlays` and `clat.plat_prefix`.
     public var underlayConfig: UnderlayConfig {
         UnderlayConfig(interfaceUnderlays: interfaceUnderlays, platPrefix: platPrefix)
+    }
+
+    /// How often the agent publishes its state (state file, Varlink) at the latest: the shortest of the report interval
+    /// and the poll intervals of the sources it reads. A reader treats a state older than twice this as stale.
+    public var stateRefreshSeconds: Double {
+        var s = report.intervalSeconds
+        if modems.enabled { s = min(s, modems.pollIntervalSeconds) }
+        if wifi.enabled { s = min(s, wifi.pollIntervalSeconds) }
+        return s
     }
 
     public var changePolicy: ChangePolicy {
@@ -300,6 +328,12 @@ extension AgentConfig {
             }
             o.optionalObject("diag") { d in
                 d.integer("report_lines", in: 0...100_000) { c.diagReportLines = $0 }
+            }
+            o.optionalObject("api") { a in
+                a.directoryPath("state_directory", maxBytes: AgentConfig.API.maxStateDirectoryBytes,
+                                because: "the socket's path must fit sun_path") { c.api.stateDirectory = $0 }
+                a.directoryPath("hooks_directory", maxBytes: 4000, because: nil) { c.api.hooksDirectory = $0 }
+                a.number("hook_timeout_seconds", in: 0.1...3600, unit: "seconds") { c.api.hookTimeoutSeconds = $0 }
             }
             if let v = o.value("log_level") {
                 if let s = v.stringValue, let l = LogLevel(rawValue: s) {
@@ -638,6 +672,36 @@ private final class ObjectReader {
         }
     }
 
+    /// An absolute directory path, or null (the feature off): no NUL, no "." or ".." component, at most `maxBytes`.
+    /// A trailing "/" is dropped.
+    func directoryPath(_ key: String, maxBytes: Int, because: String?, _ set: (String?) -> Void) {
+        guard let v = value(key) else { return }
+        if v.isNull {
+            set(nil)
+            return
+        }
+        let expected = "an absolute directory path of at most \(maxBytes) bytes\(because.map { " (\($0))" } ?? ""), or null"
+        guard var s = v.stringValue else {
+            reader.problem(path(key), "expected \(expected), found \(reader.show(v))")
+            return
+        }
+        while s.count > 1 && s.hasSuffix("/") { s.removeLast() }
+        let components = s.split(separator: "/")
+        let why: String?
+        if s.utf8.contains(0) { why = "contains U+0000 (NUL)" }
+        else if !s.hasPrefix("/") { why = "not an absolute path" }
+        else if s == "/" { why = "the root directory" }
+        else if s.utf8.count > maxBytes { why = "\(s.utf8.count) bytes" }
+        else if components.contains(where: { $0 == "." || $0 == ".." }) { why = "a \".\" or \"..\" component" }
+        else if components.contains(where: { $0.utf8.count > 255 }) { why = "a component longer than 255 bytes" }
+        else { why = nil }
+        if let why {
+            reader.problem(path(key), "expected \(expected), found \(reader.show(v)): \(why)")
+        } else {
+            set(s)
+        }
+    }
+
     func bool(_ key: String, _ set: (Bool) -> Void) {
         guard let v = value(key) else { return }
         guard let b = v.boolValue else {
@@ -751,6 +815,12 @@ extension AgentConfig {
         }
         members.append(("prometheus", .object([("textfile", .optional(prometheusTextfile))])))
         members.append(("diag", .object([("report_lines", .int(diagReportLines))])))
+        members.append((
+            "api",
+            .object([
+                ("state_directory", .optional(api.stateDirectory)), ("hooks_directory", .optional(api.hooksDirectory)),
+                ("hook_timeout_seconds", .double(api.hookTimeoutSeconds)),
+            ])))
         members.append(("log_level", .string(logLevel.rawValue)))
         return .object(members)
     }

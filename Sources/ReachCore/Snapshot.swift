@@ -439,6 +439,10 @@ extension ModemState {
             ("data_session", .optional(dataSession?.rawValue)),
             ("data_channels", .array(dataChannels.map(\.json))),
             ("access", .optional(access?.rawValue)),
+            ("access_reason", .optional(accessReason)),
+            ("manufacturer", .optional(manufacturer)),
+            ("model", .optional(model)),
+            ("firmware", .optional(firmware)),
             ("error", .optional(error)),
         ]
         if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {

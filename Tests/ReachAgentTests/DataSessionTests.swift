@@ -80,7 +80,7 @@ final class WWANLab: @unchecked Sendable {
         let text = """
             {"modems":{"ports":[{"path":"\(sim.link)","protocol":"\(proto)","interface":"\(interface)"\(mux)}],
                        "request_timeout_seconds":2},
-             "wifi":{"enabled":false}\(extra.isEmpty ? "" : "," + extra)}
+             "wifi":{"enabled":false},"api":{"state_directory":null,"hooks_directory":null}\(extra.isEmpty ? "" : "," + extra)}
             """
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
     }

@@ -72,7 +72,8 @@ import Testing
         """
         {"report":{"path":"\(report)","interval_seconds":\(interval),"rotate_bytes":\(rotateBytes),"rotate_keep":2},
          "changes":{"hold_down_seconds":\(holdDown),"bar_hysteresis_db":3},
-         "modems":{"enabled":false},"wifi":{"enabled":false},"log_level":"info"}
+         "modems":{"enabled":false},"wifi":{"enabled":false},"log_level":"info",
+         "api":{"state_directory":null,"hooks_directory":null}}
         """
     }
 

@@ -115,7 +115,7 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
          "changes":{"hold_down_seconds":0},
          "modems":{"ports":[{"path":"\(port)","protocol":"\(proto)"}],"request_timeout_seconds":1,
                    "poll_interval_seconds":600},
-         "wifi":{"enabled":false},"log_level":"warning"}
+         "wifi":{"enabled":false},"log_level":"warning","api":{"state_directory":null,"hooks_directory":null}}
         """
     }
 

@@ -30,7 +30,7 @@ import Testing
              "signal":{"profile":"strict"},
              "modems":{"ports":[{"path":"\(sim.link)","protocol":"qmi"}],"request_timeout_seconds":2,"poll_interval_seconds":600,
                        "access":"direct"},
-             "wifi":{"enabled":false}}
+             "wifi":{"enabled":false},"api":{"state_directory":null,"hooks_directory":null}}
             """
         let agent = try await EndToEndTests.AgentProcess.start(config: config, dir: dir)
         #expect(await EndToEndTests.waitFor("start", timeout: 15) { agent.events("start").count == 1 })

@@ -115,7 +115,7 @@ import Testing
                  "modems":{"ports":[{"path":"\(qmi.sim.link)","protocol":"qmi","interface":"wwan0"},
                                     {"path":"\(mbim.link)","protocol":"mbim","interface":"wwan1"}],
                            "request_timeout_seconds":3,"session_requery_seconds":10},
-                 "wifi":{"enabled":false}}
+                 "wifi":{"enabled":false},"api":{"state_directory":null,"hooks_directory":null}}
                 """.write(toFile: config, atomically: true, encoding: .utf8)
         }
 

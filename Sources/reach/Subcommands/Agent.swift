@@ -39,9 +39,13 @@ extension Reach {
             let logger = bootstrapLogging(cfg.logLevel)
             let log = ReportLog(settings: ReportLog.Settings(cfg.report), logger: logger)
             let prometheus = cfg.prometheusTextfile.map { PrometheusTextfile(path: $0, logger: logger) }
+            // The state file, the Varlink socket and the hooks (`api`): outputs of their own, fed by the hub.
+            let outputs = AgentOutputs.start(config: cfg, logger: logger)
+            defer { outputs.stop() }
             let agent = AgentAssembly(
-                config: cfg, configPath: config, log: log, prometheus: prometheus, onLine: nil,
-                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker(cfg), reloadOnSIGHUP: true, logger: logger)
+                config: cfg, configPath: config, log: log, prometheus: prometheus, onLine: outputs.lineHandler,
+                onState: outputs.stateHandler, clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker(cfg),
+                reloadOnSIGHUP: true, logger: logger)
             logger.info(
                 "Agent started",
                 metadata: [

@@ -14,7 +14,8 @@ extension Reach {
                 Checks: modem present and answering, SIM ready, registration (with the reject cause when denied), \
                 radio technology and bars, data attached with the WWAN interface up and addressed, WiFi uplink \
                 associated, default route, the gateway's neighbour (ARP/NDP) state, DNS servers, and the active \
-                probe when the configuration names one (never otherwise).
+                probe when the configuration names one (never otherwise). When an agent runs, its modem and WiFi \
+                readings are used (no modem is opened) and its state goes into the bundle; --direct reads here.
                 Exit status: 0 ok, 1 not reachable (no usable default route, or the probe failed), 2 reachable \
                 with problems (a check failed or warned), 64 bad usage, 73 the bundle could not be written, \
                 78 bad configuration.
@@ -22,6 +23,7 @@ extension Reach {
             options: [
                 OptionSpec("json", help: "Print one JSON object (checks, verdict, snapshot) instead of text."),
                 OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config); '-' or /dev/stdout streams it to standard output (the checks then go to standard error)."),
+                OptionSpec("direct", help: "Read modems and WiFi here even when an agent runs (default: take the running agent's readings)."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
                 ModemAccessOption.spec,
@@ -32,9 +34,11 @@ extension Reach {
         var bundle: String?
         var showIdentifiers: Bool
         var config: String?
+        var direct: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
+            direct = p.flag("direct")
             showIdentifiers = p.flag("show-identifiers")
             config = try configOption(p)
             modemAccess = try ModemAccessOption.parse(p)
@@ -46,7 +50,9 @@ extension Reach {
         func run() async -> Int32 {
             guard var cfg = loadConfig(config) else { return ExitStatus.config }
             if let modemAccess { cfg.modems.access = modemAccess }
-            let report = await Diagnostics.run(config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg))
+            let direct = direct ? "--direct" : modemAccess != nil ? "--modem-access" : nil
+            let report = await Diagnostics.run(
+                config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg), direct: direct)
             // The bundle on standard output: the checks go to standard error, so the archive stays whole.
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
             let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text()

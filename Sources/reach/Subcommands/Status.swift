@@ -66,10 +66,14 @@ extension Reach {
                 else \(AgentConfig.defaultPath) when it exists) supplies interface kinds, modem ports and the \
                 modem timeout; options override it (a --modem or --wifi given here is read even when the \
                 configuration turns that source off).
+                When an agent runs (its socket in api.state_directory answers), the modem and WiFi readings are \
+                taken from it and no modem is opened; the route is still resolved here. --direct reads everything \
+                here; so do --modem, --wifi and --show-identifiers, and a stale or dead agent (the output says why).
                 Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
                 78 bad configuration.
                 """,
             options: [OptionSpec("json", help: "Print one JSON object (schema 1) instead of text.")] + TargetOptions.specs + [
+                OptionSpec("direct", help: "Read modems and WiFi here even when an agent runs."),
                 OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
                 OptionSpec("no-modems", help: "Do not ask any modem."),
                 OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
@@ -90,9 +94,11 @@ extension Reach {
         var noWiFi: Bool
         var showIdentifiers: Bool
         var config: String?
+        var direct: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
+            direct = p.flag("direct")
             targetOptions = try TargetOptions(p)
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
@@ -144,15 +150,35 @@ extension Reach {
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
                 signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks, underlays: cfg.underlayConfig)
-            let snapshot = await GatewayReach.status(request)
+            let (snapshot, readings, _) = await AgentClient.status(
+                request, socketPath: cfg.api.socketPath, direct: directReason(request, cfg))
             if json {
-                print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
+                var out = snapshot.json(showIdentifiers: showIdentifiers)
+                if case var .object(m) = out {
+                    m.append(("readings", readings.json))
+                    out = .object(m)
+                }
+                print(out.serialized())
             } else {
                 print(SnapshotText.render(snapshot))
+                print("  " + readings.text)
             }
             if snapshot.status == .unknown { return ExitStatus.unavailable }
             return snapshot.reachable ? ExitStatus.ok : ExitStatus.notReachable
         }
+    }
+}
+
+extension Reach.Status {
+    /// Why the running agent's readings are not asked for, or nil when they may be.
+    func directReason(_ request: StatusRequest, _ cfg: AgentConfig) -> String? {
+        if direct { return "--direct" }
+        if modems != nil || wifi != nil { return "--modem or --wifi names what to read" }
+        if modemAccess != nil { return "--modem-access says how to open the modems" }
+        if showIdentifiers { return "--show-identifiers: the agent publishes no identifiers" }
+        if !request.readModems && !request.readWiFi { return "no modem or WiFi reading asked for" }
+        if cfg.api.socketPath == nil { return "api.state_directory is null" }
+        return nil
     }
 }
 

@@ -1,0 +1,177 @@
+// `reach status` and `reach diag` beside a running agent: the agent is the one program that opens the modems, so
+// the command asks it for its readings over the Varlink socket (GetStatus) and opens no modem and no nl80211 socket
+// of its own. It still resolves its own target's route (the agent may watch other targets, and a route is one
+// netlink request). A dead agent, a stale state (older than twice the agent's refresh interval, which is at most its
+// poll interval), an agent in another network namespace, or `--direct` make it read everything itself, and the
+// output says which.
+
+import GatewayReach
+import Glibc
+import ReachCore
+
+/// Where the modem and WiFi readings of an answer came from.
+public struct Readings: Error, Sendable, Equatable {
+    public enum Origin: String, Sendable { case agent, direct }
+
+    public var origin: Origin
+    /// Why direct (`--direct`, no agent, a stale one, …), or the agent's socket and pid.
+    public var detail: String
+    /// The age of the agent's state when it was taken.
+    public var ageSeconds: Double?
+
+    public var json: JSON {
+        var m: [(String, JSON)] = [("from", .string(origin.rawValue)), ("detail", .string(detail))]
+        if let ageSeconds { m.append(("age_seconds", .double((ageSeconds * 10).rounded() / 10))) }
+        return .object(m)
+    }
+
+    /// "readings: from the running agent (pid 812, state 0.4 s old)" / "readings: direct (no agent answers …)".
+    public var text: String {
+        origin == .agent ? "readings: from the running agent (\(detail))" : "readings: read directly (\(detail))"
+    }
+}
+
+public enum AgentClient {
+    /// Calls org.gatewayreach.Reach.GetStatus on the agent's socket; the state object, or why not. Bounded: the
+    /// connect, the request and the reply each wait at most `timeoutMS`, and the reply at most 16 MiB.
+    public static func getStatus(socketPath: String, timeoutMS: Int32 = 1000) -> Result<JSON, SystemError> {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { return .failure(SystemError("socket", errno: errno)) }
+        defer { close(fd) }
+        let rc = ListeningSocket.withAddress(socketPath) { connect(fd, $0, $1) }
+        if rc != 0 {
+            guard errno == EINPROGRESS || errno == EAGAIN else { return .failure(SystemError("connect", errno: errno, path: socketPath)) }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&p, 1, timeoutMS) == 1 else {
+                return .failure(SystemError("connect", errno: ETIMEDOUT, path: socketPath, detail: "the agent did not accept within \(timeoutMS) ms"))
+            }
+        }
+        let request = Array(#"{"method":"org.gatewayreach.Reach.GetStatus","parameters":{}}"#.utf8) + [0]
+        var sent = 0
+        while sent < request.count {
+            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { sent += n; continue }
+            guard n < 0 && (errno == EAGAIN || errno == EINTR) else { return .failure(SystemError("send", errno: errno, path: socketPath)) }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            guard poll(&p, 1, timeoutMS) == 1 else { return .failure(SystemError("send", errno: ETIMEDOUT, path: socketPath)) }
+        }
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        let limit = 16 << 20
+        while !reply.contains(0) {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, timeoutMS) == 1 else {
+                return .failure(SystemError("recv", errno: ETIMEDOUT, path: socketPath, detail: "the agent did not answer within \(timeoutMS) ms"))
+            }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return .failure(SystemError("recv", errno: ECONNRESET, path: socketPath, detail: "the agent closed the connection")) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                return .failure(SystemError("recv", errno: errno, path: socketPath))
+            }
+            reply += buffer[0..<n]
+            if reply.count > limit { return .failure(SystemError("recv", errno: EFBIG, path: socketPath, detail: "a reply over 16 MiB")) }
+        }
+        let message = reply.prefix { $0 != 0 }
+        guard let json = try? JSON.parse(bytes: Array(message)) else {
+            return .failure(SystemError("recv", errno: EPROTO, path: socketPath, detail: "the reply is not JSON"))
+        }
+        if let error = json["error"]?.stringValue {
+            return .failure(SystemError("GetStatus", errno: EPROTO, path: socketPath, detail: "the agent answered \(error)"))
+        }
+        guard let status = json["parameters"]?["status"], status.objectValue != nil else {
+            return .failure(SystemError("GetStatus", errno: EPROTO, path: socketPath, detail: "the reply has no status object"))
+        }
+        return .success(status)
+    }
+
+    /// The agent's modem and WiFi readings, if they may be used: the agent runs in this network namespace and its
+    /// state is fresh. Otherwise why not.
+    public struct Usable: Sendable {
+        public var state: JSON
+        /// nil for a source the agent does not read (turned off in its configuration): that one is read here.
+        public var wwan: (SourceHealth, [ModemState])?
+        public var wifi: (SourceHealth, [WiFiLink])?
+        public var readings: Readings
+    }
+
+    public static func usable(socketPath: String, now: Timestamp = .now(), timeoutMS: Int32 = 1000) -> Result<Usable, Readings> {
+        func direct(_ why: String) -> Result<Usable, Readings> { .failure(Readings(origin: .direct, detail: why)) }
+        let state: JSON
+        switch getStatus(socketPath: socketPath, timeoutMS: timeoutMS) {
+        case let .success(s): state = s
+        case let .failure(e) where e.errno == ENOENT || e.errno == ECONNREFUSED:
+            return direct("no agent answers on \(socketPath): \(e.reason)")
+        case let .failure(e):
+            return direct("the agent on \(socketPath) could not be asked: \(e.reason)")
+        }
+        let agent = state["agent"]
+        let pid = agent?["pid"]?.intValue.map { String($0) } ?? "?"
+        let mine = AgentIdentity.currentNetworkNamespace()
+        if let theirs = agent?["network_namespace"]?.stringValue, theirs != mine {
+            return direct("the agent (pid \(pid)) runs in another network namespace (\(theirs), this is \(mine))")
+        }
+        guard let time = state["time"]?.stringValue.flatMap(Timestamp.init(rfc3339:)),
+              let refresh = agent?["refresh_seconds"]?.doubleValue,
+              let target = state["targets"]?.arrayValue?.first
+        else {
+            return direct("the agent's state lacks time, refresh_seconds or a target")
+        }
+        let age = time.seconds(until: now)
+        if age > 2 * refresh {
+            return direct("the agent's state is stale: \(format(age)) s old, more than twice its \(format(refresh)) s refresh interval")
+        }
+        func sourceAge(_ name: String) -> Double {
+            (state["sources"]?[name]?["updated"]?.stringValue.flatMap(Timestamp.init(rfc3339:))).map { $0.seconds(until: now) } ?? age
+        }
+        func health(_ name: String, _ age: Double) -> SourceHealth {
+            let theirs = target["sources"]?[name].flatMap(SourceHealth.init(json:)) ?? SourceHealth(available: false)
+            let from = "from the running agent (age \(Int(max(0, age).rounded())) s)"
+            return SourceHealth(available: theirs.available, reason: theirs.reason.map { "\(from): \($0)" } ?? from)
+        }
+        /// The agent's hub says this of a source its configuration turns off.
+        func watched(_ name: String) -> Bool { target["sources"]?[name]?["reason"]?.stringValue != "disabled in the configuration" }
+        guard watched("wwan") || watched("wifi") else {
+            return direct("the agent (pid \(pid)) reads no modem and no WiFi")
+        }
+        let modems = (target["wwan"]?.arrayValue ?? []).compactMap(ModemState.init(json:))
+        let links = (target["wifi"]?.arrayValue ?? []).compactMap(WiFiLink.init(json:))
+        return .success(Usable(
+            state: state,
+            wwan: watched("wwan") ? (health("wwan", sourceAge("wwan")), modems) : nil,
+            wifi: watched("wifi") ? (health("wifi", sourceAge("wifi")), links) : nil,
+            readings: Readings(origin: .agent, detail: "pid \(pid) on \(socketPath), state \(format(age)) s old", ageSeconds: age)))
+    }
+
+    static func format(_ d: Double) -> String {
+        let r = (d * 10).rounded() / 10
+        return r == r.rounded() ? String(Int(r)) : String(r)
+    }
+
+    /// `GatewayReach.status` with the agent's readings when they are usable: the route is resolved here, modems and
+    /// WiFi come from the agent (no modem is opened). Falls back to reading everything.
+    public static func status(_ request: StatusRequest, socketPath: String?, direct reason: String?) async
+        -> (Snapshot, Readings, JSON?)
+    {
+        if reason == nil, let socketPath {
+            switch usable(socketPath: socketPath) {
+            case let .success(u):
+                // A source the agent does not read is read here (its own modems or WiFi are then opened).
+                var local = request
+                local.readModems = request.readModems && u.wwan == nil
+                local.readWiFi = request.readWiFi && u.wifi == nil
+                var snapshot = await GatewayReach.status(local)
+                if request.readModems, let wwan = u.wwan { (snapshot.wwanSource, snapshot.wwan) = wwan }
+                if request.readWiFi, let wifi = u.wifi { (snapshot.wifiSource, snapshot.wifi) = wifi }
+                snapshot.derive()
+                var readings = u.readings
+                if local.readModems { readings.detail += "; modems read here: the agent reads none" }
+                if local.readWiFi { readings.detail += "; WiFi read here: the agent reads none" }
+                return (snapshot, readings, u.state)
+            case let .failure(readings):
+                return (await GatewayReach.status(request), readings, nil)
+            }
+        }
+        return (await GatewayReach.status(request), Readings(origin: .direct, detail: reason ?? "no state directory configured"), nil)
+    }
+}

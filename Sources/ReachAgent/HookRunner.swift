@@ -1,0 +1,389 @@
+// Event hooks, after NetworkManager's dispatcher (dispatcher.d) and ModemManager's connection.d: on every change line
+// the executables in `api.hooks_directory` run one after the other in name order (run-parts(8)'s rule for names:
+// letters, digits, "_" and "-"), each with the line on standard input and REACH_* variables (`HookEnvironment`) in an
+// otherwise empty environment, started with posix_spawn (no shell) as the agent's own user.
+//
+// - A worker thread of its own: the hub hands over the line and returns; a hook that hangs delays only later hooks.
+//   The queue is one event deep: when hooks fall behind, waiting events collapse to the latest and the log says how
+//   many were skipped (the hooks always see the newest state once the changes stop).
+// - A hook that runs past `hook_timeout_seconds` gets SIGTERM, then SIGKILL two seconds later, sent to its process
+//   group (each hook starts one), and the group is swept with SIGKILL once it is done, so nothing it started lingers.
+// - Refused with a log line, as NetworkManager's dispatcher does (check_permissions): a file not owned by root or the
+//   agent's user, group- or world-writable, or setuid/setgid; a directory with the same problems refuses them all.
+// - Standard output goes to /dev/null; standard error is read as it comes and only its first `outputLimit` bytes are
+//   kept (the rest is counted and dropped), so a flooding hook costs CPU until its timeout, never memory. A hook that
+//   fails (exit status, signal or timeout) is logged with that stderr; nothing of it reaches the report.
+// - On OpenWrt, when ubus(1) and hotplug-call exist, each change is also sent as `ubus send reach.change LINE` and
+//   `hotplug-call reach` runs /etc/hotplug.d/reach/* with the hooks' environment (plus ACTION=change), through the
+//   same runner.
+
+import Glibc
+import Logging
+import ReachCore
+import Synchronization
+
+public final class HookRunner: Sendable {
+    public struct Settings: Sendable {
+        public var directory: String?
+        public var timeoutSeconds: Double
+        public var killGraceSeconds: Double = 2
+        /// Bytes of a hook's standard error kept for the log.
+        public var outputLimit = 4096
+        /// ubus(1) and hotplug-call, when this system has them (OpenWrt).
+        public var ubus: String?
+        public var hotplugCall: String?
+
+        public init(directory: String?, timeoutSeconds: Double, ubus: String? = nil, hotplugCall: String? = nil) {
+            self.directory = directory
+            self.timeoutSeconds = timeoutSeconds
+            self.ubus = ubus
+            self.hotplugCall = hotplugCall
+        }
+
+        /// The first executable of `names` found in the usual directories.
+        public static func find(_ names: [String]) -> String? {
+            names.first { access($0, X_OK) == 0 }
+        }
+    }
+
+    public struct Stats: Sendable, Equatable {
+        /// Events handed to the runner, and those skipped because a newer one came while they waited.
+        public var events: UInt64 = 0
+        public var skipped: UInt64 = 0
+        public var runs: UInt64 = 0
+        public var failures: UInt64 = 0
+        public var timeouts: UInt64 = 0
+        public var refused: UInt64 = 0
+        public init() {}
+    }
+
+    struct Event: Sendable {
+        var line: String
+        var environment: [(String, String)]
+        var seq: String
+    }
+
+    private struct Mailbox {
+        var pending: Event?
+        var skippedSinceRun = 0
+        var stopping = false
+        var busy = false
+    }
+
+    private let settings: Settings
+    private let logger: Logger
+    private let wake: SelfPipe
+    private let mailbox = Mutex(Mailbox())
+    private let statsBox = Mutex(Stats())
+    private let finished = WorkerEnd()
+    /// The process group of the program running now (0: none), for `stop`.
+    private let running = Mutex<pid_t>(0)
+
+    public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
+        guard let wake = SelfPipe() else { return nil }
+        let runner = HookRunner(settings: settings, logger: logger, wake: wake)
+        guard startThread({ runner.run() }) else { return nil }
+        return runner
+    }
+
+    private init(settings: Settings, logger: Logger, wake: SelfPipe) {
+        self.settings = settings
+        self.logger = logger
+        self.wake = wake
+    }
+
+    public var stats: Stats { statsBox.withLock { $0 } }
+
+    /// Whether nothing waits and nothing runs.
+    public var isIdle: Bool { mailbox.withLock { $0.pending == nil && !$0.busy } }
+
+    /// Hands a change line to the hooks. Never blocks: an event still waiting is replaced (and counted as skipped).
+    public func post(line: JSON) {
+        let event = Event(
+            line: line.serialized(), environment: HookEnvironment.variables(line: line),
+            seq: line["event"]?["seq"]?.intValue.map { String($0) } ?? "?")
+        mailbox.withLock { m in
+            if m.pending != nil { m.skippedSinceRun += 1 }
+            m.pending = event
+        }
+        statsBox.withLock { $0.events += 1 }
+        wake.poke()
+    }
+
+    /// Runs nothing more; a program still running gets SIGTERM (its process group), then SIGKILL when it has not
+    /// ended within `timeoutMS`, so the agent leaves no hook behind when it stops.
+    public func stop(timeoutMS: Int64 = 1000) {
+        mailbox.withLock { $0.stopping = true }
+        wake.poke()
+        let group = running.withLock { $0 }
+        if group > 0 { kill(-group, SIGTERM) }
+        finished.await(timeoutMS: timeoutMS)
+        let left = running.withLock { $0 }
+        if left > 0 { kill(-left, SIGKILL) }
+    }
+
+    private func run() {
+        defer { finished.done() }
+        while true {
+            wake.wait(milliseconds: -1)
+            while true {
+                let (event, skipped, stopping) = mailbox.withLock { m -> (Event?, Int, Bool) in
+                    let taken = (m.pending, m.skippedSinceRun, m.stopping)
+                    m.pending = nil
+                    m.skippedSinceRun = 0
+                    m.busy = taken.0 != nil
+                    return taken
+                }
+                if stopping { return }
+                guard let event else { break }
+                if skipped > 0 {
+                    statsBox.withLock { $0.skipped += UInt64(skipped) }
+                    logger.notice(
+                        "Hooks fell behind; earlier change events were skipped, running the latest",
+                        metadata: ["hooks.skipped": "\(skipped)", "event.seq": "\(event.seq)"])
+                }
+                runAll(event)
+                mailbox.withLock { $0.busy = false }
+            }
+        }
+    }
+
+    private func runAll(_ event: Event) {
+        let stdin = Array((event.line + "\n").utf8)
+        let environment = event.environment.map { "\($0.0)=\($0.1)" } + ["PATH=\(HookEnvironment.path)"]
+        for hook in hooks() {
+            _ = execute(hook, argv: [hook], environment: environment, stdin: stdin, seq: event.seq)
+        }
+        if let ubus = settings.ubus {
+            _ = execute(ubus, argv: [ubus, "send", "reach.change", event.line], environment: ["PATH=\(HookEnvironment.path)"],
+                        stdin: [], seq: event.seq)
+        }
+        if let hotplug = settings.hotplugCall {
+            _ = execute(hotplug, argv: [hotplug, "reach"], environment: environment + ["ACTION=change"], stdin: stdin,
+                        seq: event.seq)
+        }
+    }
+
+    /// The hooks to run now, in name order; refused ones are logged and counted.
+    func hooks() -> [String] {
+        guard let dir = settings.directory else { return [] }
+        var st = stat()
+        guard stat(dir, &st) == 0 else { return [] }  // no directory: no hooks
+        if let why = Self.distrust(st, isDirectory: true) {
+            refuse(dir, why)
+            return []
+        }
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let entry = readdir(d) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if HookEnvironment.isHookName(name) { names.append(name) }
+        }
+        var out: [String] = []
+        for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+            let path = dir + "/" + name
+            var f = stat()
+            guard stat(path, &f) == 0, FileKind(mode: f.st_mode) == .regular else { continue }
+            if let why = Self.distrust(f, isDirectory: false) {
+                refuse(path, why)
+                continue
+            }
+            guard access(path, X_OK) == 0 else { continue }  // not executable: skipped, as run-parts does
+            out.append(path)
+        }
+        return out
+    }
+
+    private func refuse(_ path: String, _ why: String) {
+        statsBox.withLock { $0.refused += 1 }
+        logger.warning("Hook refused", metadata: ["hook": "\(path)", "reason": "\(why)"])
+    }
+
+    /// Why a hook (or the hooks directory) must not be run, or nil: NetworkManager's rule (owned by root, not
+    /// writable by group or others, not setuid), with the agent's own user allowed as owner too.
+    static func distrust(_ st: stat, isDirectory: Bool) -> String? {
+        let me = geteuid()
+        if st.st_uid != 0 && st.st_uid != me { return "owned by uid \(st.st_uid), neither root nor the agent's user" }
+        if st.st_mode & 0o020 != 0 { return "writable by its group (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
+        if st.st_mode & 0o002 != 0 { return "writable by everyone (mode \(String(st.st_mode & 0o7777, radix: 8)))" }
+        if !isDirectory && st.st_mode & (S_ISUID | S_ISGID) != 0 { return "setuid or setgid" }
+        return nil
+    }
+
+    // MARK: - One program
+
+    struct Outcome {
+        var status: Int32
+        var timedOut: Bool
+        var output: [UInt8]
+        var droppedBytes: Int
+    }
+
+    /// Runs one program to its end (or its timeout) and logs a failure. Nil when it could not be started.
+    @discardableResult
+    func execute(_ path: String, argv: [String], environment: [String], stdin: [UInt8], seq: String) -> Outcome? {
+        statsBox.withLock { $0.runs += 1 }
+        let outcome: Outcome
+        let spawned = Self.spawnAndWait(
+            path, argv: argv, environment: environment, stdin: stdin, settings: settings,
+            started: { pid in self.running.withLock { $0 = pid } })
+        running.withLock { $0 = 0 }
+        switch spawned {
+        case let .success(o): outcome = o
+        case let .failure(e):
+            statsBox.withLock { $0.failures += 1 }
+            logger.warning("Hook could not be started", metadata: ["hook": "\(path)", "event.seq": "\(seq)", "error": "\(e)"])
+            return nil
+        }
+        if outcome.timedOut { statsBox.withLock { $0.timeouts += 1 } }
+        if outcome.status != 0 || outcome.timedOut {
+            statsBox.withLock { $0.failures += 1 }
+            var text = String(decoding: outcome.output, as: UTF8.self)
+            if outcome.droppedBytes > 0 { text += "… (\(outcome.droppedBytes) more bytes dropped)" }
+            let how = outcome.timedOut
+                ? "timed out after \(settings.timeoutSeconds) s; its process group was killed"
+                : outcome.status >= 128 ? "killed by signal \(outcome.status - 128)" : "exit status \(outcome.status)"
+            logger.warning("Hook failed", metadata: ["hook": "\(path)", "event.seq": "\(seq)", "result": "\(how)", "stderr": "\(text)"])
+        } else {
+            logger.debug("Hook ran", metadata: ["hook": "\(path)", "event.seq": "\(seq)"])
+        }
+        return outcome
+    }
+
+    /// posix_spawn in a process group of its own with an empty signal mask and default dispositions, stdin from a
+    /// pipe holding `stdin`, stdout to /dev/null, stderr to a pipe read here; every other descriptor closed.
+    static func spawnAndWait(
+        _ path: String, argv: [String], environment: [String], stdin: [UInt8], settings: Settings,
+        started: (pid_t) -> Void = { _ in }
+    ) -> Result<Outcome, SystemError> {
+        var input: [Int32] = [-1, -1]
+        var errors: [Int32] = [-1, -1]
+        guard pipe(&input) == 0 else { return .failure(SystemError("pipe", errno: errno)) }
+        guard pipe(&errors) == 0 else {
+            close(input[0]); close(input[1])
+            return .failure(SystemError("pipe", errno: errno))
+        }
+        for fd in input + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var ourEnds = [input[1], errors[0]]
+        defer { ourEnds.forEach { close($0) } }
+        // The line goes into the pipe before the hook starts (F_SETPIPE_SZ grows it past the default 64 KiB when the
+        // line needs it); the hook reads it, then end of file.
+        let F_SETPIPE_SZ: Int32 = 1031  // include/uapi/linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7
+        if stdin.count > 65536 { _ = fcntl(input[1], F_SETPIPE_SZ, Int32(min(stdin.count, 1 << 20))) }
+        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
+        _ = stdin.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+        close(input[1])
+        ourEnds.removeFirst()
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
+        closeFrom3(&actions)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        let cArgs = argv.map { strdup($0) } + [nil]
+        let cEnv = environment.map { strdup($0) } + [nil]
+        defer {
+            cArgs.forEach { free($0) }
+            cEnv.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        var rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
+        // ETXTBSY: the file is still open for writing somewhere (being installed, or its writer's descriptor inherited
+        // by a child another thread started before it was closed); that passes within milliseconds.
+        for attempt in 1...5 where rc == ETXTBSY {
+            usleep(UInt32(attempt) * 10_000)
+            rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
+        }
+        close(input[0])
+        close(errors[1])
+        guard rc == 0 else { return .failure(SystemError("posix_spawn", errno: rc, path: path)) }
+        started(pid)
+
+        let readFD = errors[0]
+        _ = fcntl(readFD, F_SETFL, fcntl(readFD, F_GETFL) | O_NONBLOCK)
+        var kept: [UInt8] = []
+        var dropped = 0
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        var readOpen = true
+        func drain() {
+            while readOpen {
+                let n = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    let room = max(0, settings.outputLimit - kept.count)
+                    kept += buffer[0..<min(n, room)]
+                    dropped += n - min(n, room)
+                } else if n == 0 {
+                    readOpen = false
+                } else {
+                    if errno != EINTR { break }
+                }
+            }
+        }
+        let start = monotonicMilliseconds()
+        let timeout = Int64(settings.timeoutSeconds * 1000)
+        let grace = Int64(settings.killGraceSeconds * 1000)
+        var signalled = 0  // 0 none, 1 SIGTERM, 2 SIGKILL
+        var status: Int32?
+        var exitedAt: Int64 = 0
+        while true {
+            let now = monotonicMilliseconds()
+            if status == nil {
+                var raw: Int32 = 0
+                let r = waitpid(pid, &raw, WNOHANG)
+                if r == pid {
+                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+                    exitedAt = now
+                } else if r < 0 && errno != EINTR {
+                    status = -1
+                    exitedAt = now
+                }
+            }
+            if status == nil {
+                if signalled == 0 && now - start >= timeout {
+                    kill(-pid, SIGTERM)
+                    signalled = 1
+                } else if signalled == 1 && now - start >= timeout + grace {
+                    kill(-pid, SIGKILL)
+                    signalled = 2
+                }
+            } else {
+                // Done: whatever it started in its group goes too when it timed out; its stderr is read a little longer
+                // (a child still holding it open must not keep us here).
+                if signalled > 0 { kill(-pid, SIGKILL) }
+                if !readOpen || now - exitedAt > 100 { break }
+            }
+            var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
+            _ = poll(&p, readOpen ? 1 : 0, 20)
+            drain()
+        }
+        return .success(Outcome(status: status ?? -1, timedOut: signalled > 0, output: kept, droppedBytes: dropped))
+    }
+
+    /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): every descriptor from 3 up is closed in the child, so a
+    /// hook inherits none of the agent's sockets. Looked up at run time (Swift's Glibc module does not declare it);
+    /// without it only close-on-exec descriptors are closed.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "posix_spawn_file_actions_addclosefrom_np") else {
+            return nil
+        }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
+    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
+        if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
+    }
+}

@@ -1,0 +1,406 @@
+// The agent's Varlink service (https://varlink.org: JSON calls and replies, each ending in a NUL byte, on a Unix
+// stream socket), the way systemd-networkd serves io.systemd.Network and systemd-resolved streams changes with a
+// method called with "more". Read-only: every answer comes from what the agent already holds (the last state the
+// hub published, the change lines as they are written); a client can never make the agent resolve a name, open a
+// modem or wait.
+//
+// One thread, one poll(2) loop over the listening socket, the self-pipe the hub's side pokes, and the clients.
+// Bounded everywhere: at most `maxClients` connections (the next one gets TooManyClients and is closed), requests of
+// at most `maxRequest` bytes, at most `maxPending` bytes of replies queued per client (a subscriber that stops
+// reading is dropped when its queue passes that; its kernel send buffer is made small too), a connection with nothing
+// to do is closed after `idleSeconds`. Every send is non-blocking. Malformed JSON, an unknown interface or method,
+// or a request that is too large gets its Varlink error and the connection is closed.
+
+import GatewayReach
+import Glibc
+import Logging
+import Synchronization
+
+public final class VarlinkServer: Sendable {
+    public static let interfaceName = "org.gatewayreach.Reach"
+
+    /// The interface description GetInterfaceDescription returns (varlink's interface definition syntax).
+    public static let interfaceDescription = """
+        # GatewayReach: can packets leave this gateway, over what, and how good is the link?
+        # The running agent's answer, read-only; README.md ("Other programs") documents the objects.
+        interface org.gatewayreach.Reach
+
+        # The agent's whole current answer: the same object as STATE_DIRECTORY/state.json (schema 1): "agent"
+        # (pid, start time, last seq, counters), "sources" (when each source was last heard from) and "targets"
+        # (one `reach status --json` object per configured target, with its last event).
+        method GetStatus() -> (status: object)
+
+        # Called with "more": the current answer at once (as GetStatus returns it), then one reply per change line
+        # of the report log, in order, whose status is that line's object (its event.seq numbers it). The stream
+        # ends when the agent stops.
+        method Subscribe() -> (status: object)
+
+        # The agent serves a limited number of clients at once; this connection was refused.
+        error TooManyClients (limit: int)
+
+        # A request longer than the limit without its terminating NUL byte.
+        error RequestTooLarge (limit: int)
+
+        # Not a Varlink call: not JSON, not an object, or no method.
+        error InvalidRequest (reason: string)
+        """
+
+    static let serviceDescription = """
+        # The Varlink service interface (https://varlink.org/Service).
+        interface org.varlink.service
+
+        # Information about the service.
+        method GetInfo() -> (vendor: string, product: string, version: string, url: string, interfaces: []string)
+
+        # The description of an interface the service implements.
+        method GetInterfaceDescription(interface: string) -> (description: string)
+
+        error InterfaceNotFound (interface: string)
+        error MethodNotFound (method: string)
+        error MethodNotImplemented (method: string)
+        error InvalidParameter (parameter: string)
+        error PermissionDenied ()
+        error ExpectedMore ()
+        """
+
+    public struct Limits: Sendable {
+        public var maxClients = 32
+        public var maxRequest = 64 << 10
+        public var maxPending = 64 << 10
+        /// The kernel send buffer asked for per client (the kernel doubles it).
+        public var sendBuffer: Int32 = 32 << 10
+        public var idleSeconds: Int64 = 60
+        public init() {}
+    }
+
+    public struct Stats: Sendable, Equatable {
+        public var clients = 0
+        public var accepted: UInt64 = 0
+        public var refused: UInt64 = 0
+        public var dropped: UInt64 = 0
+        public var badRequests: UInt64 = 0
+        public var replies: UInt64 = 0
+        public init() {}
+    }
+
+    private struct Mailbox {
+        var state: String?
+        var lines: [String] = []
+        var lostLines: UInt64 = 0
+        var stopping = false
+    }
+
+    private let socket: ListeningSocket.Bound
+    private let limits: Limits
+    private let logger: Logger
+    private let wake: SelfPipe
+    private let mailbox = Mutex(Mailbox())
+    private let statsBox = Mutex(Stats())
+    private let finished = WorkerEnd()
+
+    /// Binds the socket (mode 0666, like networkd's) and starts the server thread.
+    public static func start(path: String, limits: Limits = Limits(), logger: Logger) -> Result<VarlinkServer, SystemError> {
+        guard let wake = SelfPipe() else { return .failure(SystemError("pipe", errno: errno)) }
+        return ListeningSocket.bind(path, mode: 0o666, createDirectory: 0o755).flatMap { bound in
+            let server = VarlinkServer(socket: bound, limits: limits, logger: logger, wake: wake)
+            guard startThread({ server.run() }) else {
+                ListeningSocket.remove(bound)
+                return .failure(SystemError("pthread_create", errno: EAGAIN, path: path))
+            }
+            return .success(server)
+        }
+    }
+
+    private init(socket: ListeningSocket.Bound, limits: Limits, logger: Logger, wake: SelfPipe) {
+        self.socket = socket
+        self.limits = limits
+        self.logger = logger
+        self.wake = wake
+    }
+
+    public var path: String { socket.path }
+    public var stats: Stats { statsBox.withLock { $0 } }
+
+    /// The current answer (state.json's object, serialized), for GetStatus and each new subscriber.
+    public func post(state: String) {
+        mailbox.withLock { $0.state = state }
+        wake.poke()
+    }
+
+    /// A change line (serialized report line), for the subscribers.
+    public func post(changeLine: String) {
+        mailbox.withLock { m in
+            if m.lines.count >= 1024 {
+                m.lines.removeFirst()
+                m.lostLines += 1
+            }
+            m.lines.append(changeLine)
+        }
+        wake.poke()
+    }
+
+    /// Closes every connection and removes the socket; returns when the thread is done (at most `timeoutMS`).
+    public func stop(timeoutMS: Int64 = 2000) {
+        mailbox.withLock { $0.stopping = true }
+        wake.poke()
+        finished.await(timeoutMS: timeoutMS)
+    }
+
+    // MARK: - The thread
+
+    private final class Client {
+        let fd: Int32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var sent = 0
+        var subscribed = false
+        var closeWhenFlushed = false
+        var lastActivity: Int64
+
+        init(fd: Int32, now: Int64) {
+            self.fd = fd
+            self.lastActivity = now
+        }
+
+        var pending: Int { output.count - sent }
+    }
+
+    private func run() {
+        var clients: [Int32: Client] = [:]
+        var state = "{}"
+        var buffer = [UInt8](repeating: 0, count: 16 << 10)
+        defer {
+            for c in clients.values { close(c.fd) }
+            ListeningSocket.remove(socket)
+            statsBox.withLock { $0.clients = 0 }
+            finished.done()
+        }
+        while true {
+            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
+            let order = Array(clients.keys)
+            for fd in order {
+                let c = clients[fd]!
+                // A connection being closed is only flushed: its end of file or further bytes are not waited on.
+                var events = c.closeWhenFlushed ? Int16(0) : Int16(POLLIN)
+                if c.pending > 0 { events |= Int16(POLLOUT) }
+                fds.append(pollfd(fd: fd, events: events, revents: 0))
+            }
+            let r = poll(&fds, nfds_t(fds.count), 1000)
+            if r < 0 && errno != EINTR {
+                logger.error("Varlink server: poll failed; the socket is closed", metadata: ["error": "\(String(cString: strerror(errno)))"])
+                return
+            }
+            let now = monotonicMilliseconds()
+
+            // Posts from the hub's side.
+            if fds[0].revents != 0 { wake.drain() }
+            let (newState, lines, lost, stopping) = mailbox.withLock { m -> (String?, [String], UInt64, Bool) in
+                defer {
+                    m.state = nil
+                    m.lines = []
+                    m.lostLines = 0
+                }
+                return (m.state, m.lines, m.lostLines, m.stopping)
+            }
+            if stopping { return }
+            if let newState { state = newState }
+            if lost > 0 {
+                logger.warning("Varlink server fell behind; subscribers miss change lines", metadata: ["lines": "\(lost)"])
+            }
+            for line in lines {
+                let reply = Array("{\"parameters\":{\"status\":\(line)},\"continues\":true}".utf8) + [0]
+                for c in clients.values where c.subscribed { queue(c, reply) }
+            }
+
+            // New connections.
+            if fds[1].revents & Int16(POLLIN) != 0 {
+                while true {
+                    let fd = accept(socket.fd, nil, nil)
+                    if fd < 0 { break }
+                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+                    var size = limits.sendBuffer
+                    _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+                    if clients.count >= limits.maxClients {
+                        let reply = error("org.gatewayreach.Reach.TooManyClients", ["limit": .int(limits.maxClients)])
+                        _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                        close(fd)
+                        statsBox.withLock { $0.refused += 1 }
+                        continue
+                    }
+                    clients[fd] = Client(fd: fd, now: now)
+                    statsBox.withLock { $0.accepted += 1 }
+                }
+            }
+
+            // Client traffic.
+            for p in fds.dropFirst(2) where p.revents != 0 {
+                guard let c = clients[p.fd] else { continue }
+                var alive = true
+                if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+                    alive = receive(c, &buffer, state: state, now: now)
+                }
+                if alive, c.pending > 0 { alive = flush(c) }
+                if !alive {
+                    close(c.fd)
+                    clients[p.fd] = nil
+                }
+            }
+            // Writes queued by posts, limits and idle connections.
+            for c in Array(clients.values) {
+                var alive = c.pending == 0 || flush(c)
+                if alive && c.pending > limits.maxPending {
+                    alive = false
+                    statsBox.withLock { $0.dropped += 1 }
+                    logger.notice("Varlink client dropped: it did not read its replies", metadata: ["pending_bytes": "\(c.pending)"])
+                }
+                if alive && c.closeWhenFlushed && c.pending == 0 { alive = false }
+                if alive && !c.subscribed && c.pending == 0 && now - c.lastActivity > limits.idleSeconds * 1000 { alive = false }
+                if !alive {
+                    close(c.fd)
+                    clients[c.fd] = nil
+                }
+            }
+            statsBox.withLock { $0.clients = clients.count }
+        }
+    }
+
+    /// Reads what the client sent and answers every complete call. False when the connection is to be closed now.
+    private func receive(_ c: Client, _ buffer: inout [UInt8], state: String, now: Int64) -> Bool {
+        var taken = 0
+        // At most a few requests' worth per round, so one client that never stops sending cannot hold the thread.
+        while taken <= 4 * limits.maxRequest {
+            let n = buffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n == 0 {
+                // The client shut its sending side (or left): what it asked for is still answered, then it is closed.
+                c.closeWhenFlushed = true
+                return c.pending > 0
+            }
+            if n < 0 { return errno == EAGAIN || errno == EINTR }
+            taken += n
+            c.lastActivity = now
+            if c.closeWhenFlushed { return true }  // nothing more is read or answered on a connection being closed
+            c.input += buffer[0..<n]
+            while let end = c.input.firstIndex(of: 0) {
+                let request = Array(c.input[..<end])
+                c.input.removeSubrange(...end)
+                handle(c, request, state: state)
+                if c.closeWhenFlushed {
+                    c.input = []
+                    break
+                }
+            }
+            if c.input.count > limits.maxRequest {
+                refuse(c, "org.gatewayreach.Reach.RequestTooLarge", ["limit": .int(limits.maxRequest)])
+                c.input = []
+            }
+        }
+        return true
+    }
+
+    private func handle(_ c: Client, _ request: [UInt8], state: String) {
+        guard let call = try? JSON.parse(bytes: request), call.objectValue != nil else {
+            refuse(c, "org.gatewayreach.Reach.InvalidRequest", ["reason": .string("not a JSON object")])
+            return
+        }
+        guard let method = call["method"]?.stringValue else {
+            refuse(c, "org.gatewayreach.Reach.InvalidRequest", ["reason": .string("no method")])
+            return
+        }
+        if c.subscribed {
+            refuse(c, "org.gatewayreach.Reach.InvalidRequest", ["reason": .string("a call on a connection that is subscribed")])
+            return
+        }
+        let more = call["more"]?.boolValue ?? false
+        let oneway = call["oneway"]?.boolValue ?? false
+        let parameters = call["parameters"]?.objectValue ?? []
+        func reply(_ members: [(String, JSON)]) {
+            guard !oneway else { return }
+            queue(c, Array(JSON.object([("parameters", .object(members))]).serialized().utf8) + [0])
+        }
+        func only(_ allowed: Set<String>) -> Bool {
+            if let bad = parameters.first(where: { !allowed.contains($0.0) }) {
+                queue(c, error("org.varlink.service.InvalidParameter", ["parameter": .string(bad.0)]))
+                return false
+            }
+            return true
+        }
+        switch method {
+        case "org.varlink.service.GetInfo":
+            guard only([]) else { return }
+            reply([
+                ("vendor", .string("GatewayReach")), ("product", .string("reach")),
+                ("version", .string(GatewayReachVersion.string)), ("url", .string("file:///usr/share/doc/reach/README.md")),
+                ("interfaces", .array([.string("org.varlink.service"), .string(Self.interfaceName)])),
+            ])
+        case "org.varlink.service.GetInterfaceDescription":
+            guard only(["interface"]) else { return }
+            switch parameters.first(where: { $0.0 == "interface" })?.1.stringValue {
+            case "org.varlink.service"?: reply([("description", .string(Self.serviceDescription))])
+            case Self.interfaceName?: reply([("description", .string(Self.interfaceDescription))])
+            case let other?: queue(c, error("org.varlink.service.InterfaceNotFound", ["interface": .string(other)]))
+            case nil: queue(c, error("org.varlink.service.InvalidParameter", ["parameter": .string("interface")]))
+            }
+        case Self.interfaceName + ".GetStatus":
+            guard only([]) else { return }
+            if !oneway { queue(c, Array("{\"parameters\":{\"status\":\(state)}}".utf8) + [0]) }
+        case Self.interfaceName + ".Subscribe":
+            guard only([]) else { return }
+            guard more else {
+                queue(c, error("org.varlink.service.ExpectedMore", [:]))
+                return
+            }
+            c.subscribed = true
+            queue(c, Array("{\"parameters\":{\"status\":\(state)},\"continues\":true}".utf8) + [0])
+        default:
+            let interface = method.split(separator: ".").dropLast().joined(separator: ".")
+            if interface == "org.varlink.service" || interface == Self.interfaceName {
+                refuse(c, "org.varlink.service.MethodNotFound", ["method": .string(method)])
+            } else {
+                refuse(c, "org.varlink.service.InterfaceNotFound", ["interface": .string(interface)])
+            }
+        }
+    }
+
+    private func queue(_ c: Client, _ bytes: [UInt8]) {
+        if c.sent > 0 && c.sent == c.output.count {
+            c.output = []
+            c.sent = 0
+        }
+        c.output += bytes
+        statsBox.withLock { $0.replies += 1 }
+    }
+
+    /// Sends the error, then closes the connection once it is flushed (or at once if it cannot be).
+    private func refuse(_ c: Client, _ name: String, _ parameters: [String: JSON]) {
+        queue(c, error(name, parameters))
+        c.closeWhenFlushed = true
+        statsBox.withLock { $0.badRequests += 1 }
+    }
+
+    private func error(_ name: String, _ parameters: [String: JSON]) -> [UInt8] {
+        let members = parameters.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        return Array(JSON.object([("error", .string(name)), ("parameters", .object(members))]).serialized().utf8) + [0]
+    }
+
+    /// Sends what is queued without waiting. False when the connection failed.
+    private func flush(_ c: Client) -> Bool {
+        while c.pending > 0 {
+            let n = c.output.withUnsafeBytes { all in
+                send(c.fd, all.baseAddress! + c.sent, c.pending, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            }
+            if n > 0 {
+                c.sent += n
+                continue
+            }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { break }
+            return false
+        }
+        if c.pending == 0 {
+            c.output = []
+            c.sent = 0
+        }
+        return true
+    }
+}
