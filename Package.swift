@@ -42,7 +42,11 @@ let package = Package(
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
 
         // The embeddable API.
-        .target(name: "GatewayReach", dependencies: ["ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi"]),
+        .target(
+            name: "GatewayReach",
+            dependencies: [
+                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // Agent: monitors, reporters, diagnostics, config.
         .target(
@@ -67,7 +71,10 @@ let package = Package(
 
         // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
-        .target(name: "ReachTestSupport", dependencies: ["ReachCore"], path: "Tests/ReachTestSupport"),
+        .target(
+            name: "ReachTestSupport",
+            dependencies: ["ReachCore", "GatewayReach", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
@@ -83,6 +90,13 @@ let package = Package(
             name: "ReachModemTests",
             dependencies: [
                 "ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "ReachTestSupport", "reach", "reach-modem-sim",
+            ]),
+        // Reachability (the library's monitoring) against fakes and a manual clock, its shared sources against the
+        // simulator and namespaces, and the proof that another package can embed it.
+        .testTarget(
+            name: "GatewayReachTests",
+            dependencies: [
+                "GatewayReach", "ReachTestSupport", "reach-modem-sim", .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachAgentTests",

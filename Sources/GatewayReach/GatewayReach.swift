@@ -1,5 +1,5 @@
-// The embeddable API: ask once (`GatewayReach.status`) or recompute one part (`RouteView`), the way apps embed
-// YYReachability. The agent builds its continuous monitoring on the same pieces.
+// The embeddable API, one-shot half: ask once (`GatewayReach.status`) or recompute one part (`RouteView.compute`).
+// The continuous half is `Reachability` (Reachability.swift); both assemble snapshots with `Snapshot.assemble`.
 
 import Glibc
 @_exported import ReachModem
@@ -46,11 +46,11 @@ public enum GatewayReach {
         async let modems: (SourceHealth, [ModemState]) =
             request.readModems
             ? ModemReader.read(request.modems, options: request.modemOptions)
-            : (SourceHealth(available: false, reason: "not asked"), [])
+            : (.disabled, [])
         async let wifi: (SourceHealth, [WiFiLink]) =
             request.readWiFi
             ? WiFiReader.read(interface: request.wifiInterface)
-            : (SourceHealth(available: false, reason: "not asked"), [])
+            : (.disabled, [])
 
         var resolved: Result<[IPAddress], ResolutionError>?
         if case let .host(name) = request.target {
@@ -58,38 +58,16 @@ public enum GatewayReach {
         }
         let routePart = RouteView.compute(
             target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides)
-
-        var snapshot = Snapshot(time: .now(), target: request.target)
-        routePart.apply(to: &snapshot)
-        (snapshot.wwanSource, snapshot.wwan) = await modems
-        (snapshot.wifiSource, snapshot.wifi) = await wifi
-        snapshot.time = .now()
-        snapshot.derive()
-        return snapshot
+        let (modemHealth, modemStates) = await modems
+        let (wifiHealth, wifiLinks) = await wifi
+        return Snapshot.assemble(
+            target: request.target, time: .now(), route: routePart,
+            modems: request.readModems ? .read(modemHealth, modemStates) : .disabled,
+            wifi: request.readWiFi ? .read(wifiHealth, wifiLinks) : .disabled)
     }
 }
 
-/// The route part of a snapshot: which way the target goes, per-family support for the default target, and why
-/// it could not be determined.
-public struct RouteView: Sendable, Equatable {
-    public var route: RouteLookup?
-    public var resolvedAddresses: [String] = []
-    public var resolutionError: String?
-    public var supportsIPv4: Bool?
-    public var supportsIPv6: Bool?
-    public var error: String?
-
-    public init() {}
-
-    public func apply(to s: inout Snapshot) {
-        s.route = route
-        s.resolvedAddresses = resolvedAddresses
-        s.resolutionError = resolutionError
-        s.supportsIPv4 = supportsIPv4
-        s.supportsIPv6 = supportsIPv6
-        s.error = error
-    }
-
+extension RouteView {
     /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet".
     public static func compute(
         target: Target, resolved: Result<[IPAddress], ResolutionError>?, interfaceOverrides: [String: InterfaceKind] = [:]

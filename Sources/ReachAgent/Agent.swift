@@ -43,75 +43,34 @@ public func readTextFile(_ path: String, limit: Int) -> Result<String, SystemErr
     return .success(String(decoding: bytes, as: UTF8.self))
 }
 
-/// The pieces of a running agent, for `reach agent`, `reach watch` and tests.
+/// The pieces of a running agent, for `reach agent`, `reach watch` and tests: the hub (one `Reachability` per
+/// target, and the outputs) and the services that run it.
 public struct AgentAssembly {
-    public let hub: StatusHub
+    public let hub: AgentHub
     public let services: [ServiceGroupConfiguration.ServiceConfiguration]
 
     /// - Parameters:
     ///   - log / prometheus: the report outputs (nil for `reach watch`).
     ///   - route / modems / wifi: the sources; nil picks the production one for the config.
+    ///   - logLevel: what a reload's `log_level` changes.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        reloadOnSIGHUP: Bool, logger: Logger
+        reloadOnSIGHUP: Bool, logLevel: LogLevelSwitch? = nil, logger: Logger
     ) {
-        let routeSource = route ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds)
-        var modemSources: [any ModemSource] = []
-        if config.modems.enabled {
-            if let modems {
-                modemSources = modems
-            } else {
-                var read = ModemReadOptions(requestTimeout: .seconds(config.modems.requestTimeoutSeconds))
-                read.logger = logger
-                let interval = Duration.seconds(config.modems.pollIntervalSeconds)
-                let monitorOptions = ModemMonitorOptions(read: read, pollInterval: interval)
-                // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are
-                // watched as named; without them, discovery follows modems that come, go or re-enumerate.
-                if config.modems.ports.isEmpty {
-                    modemSources = [DiscoveredModemSource(options: monitorOptions, interval: interval, clock: clock)]
-                } else {
-                    modemSources = config.modems.ports.map { IndicationModemSource(spec: $0, options: monitorOptions) }
-                }
-            }
-        }
-        var wifiSource: (any WiFiSource)?
-        if config.wifi.enabled {
-            wifiSource =
-                wifi ?? NL80211WiFiSource(interfaces: config.wifi.interfaces, pollInterval: .seconds(config.wifi.pollIntervalSeconds))
-        }
-
-        var expecting: Set<String> = ["route"]
-        for m in modemSources { expecting.insert("modem:" + m.name) }
-        if wifiSource != nil { expecting.insert("wifi") }
-        // The first lines wait for every source's first answer, but never longer than one modem's whole first read
-        // (three request timeouts, ModemReadOptions.readTimeout) plus a second.
-        let grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
-        let hub = StatusHub(
-            config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
-            clock: clock, wall: wall, logger: logger)
+        let system = ReachabilitySources.system
+        let sources = ReachabilitySources(
+            route: { options in route ?? system.route(options) },
+            modems: { options, clock, logger in modems ?? system.modems(options, clock, logger) },
+            wifi: { options in wifi ?? system.wifi(options) })
+        let hub = AgentHub(
+            config: config, log: log, prometheus: prometheus, onLine: onLine, clock: clock, wall: wall, sources: sources,
+            logLevel: logLevel, logger: logger)
         self.hub = hub
-
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: ReporterService(hub: hub, clock: clock))
-        ]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: AgentService(hub: hub))]
         if reloadOnSIGHUP {
             services.append(.init(service: ReloadService(configPath: configPath, hub: hub, logger: logger)))
-        }
-        let resolveEvery = Duration.seconds(config.report.intervalSeconds)
-        services.append(
-            .init(
-                service: RouteService(
-                    source: routeSource, hub: hub, targets: config.targets, clock: clock, resolveEvery: resolveEvery,
-                    logger: logger)))
-        for m in modemSources {
-            var l = logger
-            l[metadataKey: "modem.source"] = "\(m.name)"
-            services.append(.init(service: ModemService(source: m, hub: hub, clock: clock, logger: l)))
-        }
-        if let wifiSource {
-            services.append(.init(service: WiFiService(source: wifiSource, hub: hub, clock: clock, logger: logger)))
         }
         self.services = services
     }

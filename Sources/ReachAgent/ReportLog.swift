@@ -124,6 +124,12 @@ public final class ReportLog: @unchecked Sendable {
 
     private var needsNewline = false
 
+    /// Lines that were due but never reached `append` (their writer fell behind its queue): counted and reported
+    /// like lines a failed write lost, on the next line that is written.
+    public func countDropped(_ count: Int, time: Timestamp) {
+        for _ in 0..<max(0, count) { _ = drop(time) }
+    }
+
     private func drop(_ time: Timestamp) -> Bool {
         if dropped == 0 { droppedSince = time }
         dropped += 1

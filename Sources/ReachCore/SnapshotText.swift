@@ -60,11 +60,11 @@ public enum SnapshotText {
             lines.append("  \(s.target.value) → " + s.resolvedAddresses.joined(separator: ", "))
         }
         for m in s.wwan { lines.append("  " + modemLine(m)) }
-        if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
+        if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WWAN unavailable: \(reason)")
         }
         for w in s.wifi { lines.append("  " + wifiLine(w)) }
-        if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != "not asked" {
+        if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WiFi unavailable: \(reason)")
         }
         return lines.joined(separator: "\n")

@@ -1,6 +1,7 @@
 import Glibc
 import ReachAgent
 import ReachCore
+import ReachTestSupport
 import Testing
 
 @Suite struct ReportLogTests {

@@ -1,5 +1,5 @@
-// `reach watch`: the current status, then one line per change as it happens, until interrupted. The same sources,
-// hub and change detection as the agent; lines go to stdout instead of the log.
+// `reach watch`: the current status, then one line per change as it happens, until interrupted. The agent's hub
+// without its files: one `Reachability` per target, the same sources and change detection; lines go to stdout.
 
 import GatewayReach
 import Glibc
@@ -45,7 +45,7 @@ extension Reach {
             if let holdDown { cfg.changes.holdDownSeconds = holdDown }
             // Watch prints changes only; the periodic line is not needed.
             cfg.report.intervalSeconds = 86_400
-            let logger = bootstrapLogging(.warning)
+            let (logger, _) = bootstrapLogging(.warning)
             let json = self.json
             let agent = AgentAssembly(
                 config: cfg, configPath: config, log: nil, prometheus: nil,

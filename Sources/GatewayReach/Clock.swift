@@ -1,0 +1,79 @@
+// Time, injected: a `Reachability` reads a monotonic clock (ContinuousClock in production, a manual clock in tests)
+// and a wall clock for the `time` of its snapshots, so hold-down, report cadence and restart backoff are tested
+// without sleeping.
+
+import ReachCore
+import Synchronization
+
+/// A monotonic clock as the monitoring uses it: time since an arbitrary origin, and sleeping until such a time.
+public protocol MonitorClock: Sendable {
+    func now() -> Duration
+    /// Returns at `deadline` or throws CancellationError when the task is cancelled first.
+    func sleep(until deadline: Duration) async throws
+}
+
+/// Production: ContinuousClock (it keeps counting while the system is suspended, so a 60 s report interval
+/// is 60 s of real time).
+public struct ContinuousMonitorClock: MonitorClock {
+    private let origin = ContinuousClock.now
+
+    public init() {}
+
+    public func now() -> Duration { origin.duration(to: .now) }
+
+    public func sleep(until deadline: Duration) async throws {
+        try await ContinuousClock().sleep(until: origin.advanced(by: deadline), tolerance: .milliseconds(1))
+    }
+}
+
+/// A one-slot wake-up signal: `signal()` makes the current (or next) `wait()` return. Spurious wake-ups are allowed;
+/// the waiter re-reads what it waits for.
+public final class Wakeup: Sendable {
+    private let state = Mutex<(pending: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+
+    public init() {}
+
+    public func signal() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            if let w = s.waiter {
+                s.waiter = nil
+                return w
+            }
+            s.pending = true
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    public func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if s.pending || Task.isCancelled {
+                        s.pending = false
+                        return true
+                    }
+                    s.waiter = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        } onCancel: {
+            signal()
+        }
+    }
+}
+
+extension MonitorClock {
+    /// Sleeps until `deadline` (nil: no deadline) or until `wakeup` is signalled, whichever comes first.
+    public func sleep(until deadline: Duration?, orUntil wakeup: Wakeup) async {
+        await withTaskGroup(of: Void.self) { group in
+            if let deadline {
+                group.addTask { try? await self.sleep(until: deadline) }
+            }
+            group.addTask { await wakeup.wait() }
+            _ = await group.next()
+            group.cancelAll()
+        }
+    }
+}

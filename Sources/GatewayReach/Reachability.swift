@@ -1,0 +1,535 @@
+// Continuous monitoring with YYReachability's surface: make one for a target, read its properties from any thread,
+// and hear about every reported change through a block (`notify`) or a stream (`updates`).
+//
+//     let reach = Reachability()                        // the default route, IPv4 and IPv6
+//     reach.notify = { r in print(r.status, r.medium, r.wwanStatus) }
+//     reach.start()
+//     for await s in reach.updates { … }                // the current snapshot first, then one per change
+//     reach.stop()                                      // sockets, modem sessions and threads released
+//
+// The runner: each source feeds a `MonitorEngine` (ReachCore) under one lock; the events it returns are handed, in
+// order and without waiting, to every subscriber's own bounded queue (a `notify` block, each `updates` stream, each
+// attached mailbox), so no subscriber can slow a source or another subscriber. A timer task sleeps until the engine's
+// next deadline (the start-up grace, a hold-down, the report interval). Sources are shared by every instance in the
+// process (SharedSources.swift) and supervised: one that fails is restarted with the backoff.
+
+import Logging
+import ReachCore
+import Synchronization
+
+/// What a `Reachability` watches and how it decides what to report. The defaults are the agent's.
+public struct ReachabilityOptions: Sendable, Equatable {
+    public struct Modems: Sendable, Equatable {
+        /// Ask the WWAN modems at all.
+        public var enabled = true
+        /// The control ports to watch; empty: every modem discovery finds (and those plugged in later).
+        public var ports: [ModemPortSpec] = []
+        public var requestTimeout: Duration = .seconds(5)
+        /// How often to read what a modem does not announce by itself, and to run discovery again.
+        public var pollInterval: Duration = .seconds(60)
+        /// Open ports through qmi-proxy / mbim-proxy, beside other clients (ModemManager), instead of exclusively.
+        public var viaProxy = false
+        public init() {}
+    }
+
+    public struct WiFi: Sendable, Equatable {
+        public var enabled = true
+        /// The interfaces to report; empty: all.
+        public var interfaces: [String] = []
+        /// The safety-net read when no nl80211 event came.
+        public var pollInterval: Duration = .seconds(30)
+        public init() {}
+    }
+
+    public var modems = Modems()
+    public var wifi = WiFi()
+    /// Interface kinds by name, overriding what sysfs says (`["ppp0": .wwan]`).
+    public var interfaceKinds: [String: InterfaceKind] = [:]
+    /// How long a loss must last before it is reported (0: at once).
+    public var holdDown: Duration = .seconds(5)
+    /// How far (dB) a signal must cross a bar boundary before the bars change.
+    public var barHysteresisDB: Double = 3
+    /// YYReachability's `allowWWAN`; nil: the target's (false only for `localWiFi()`).
+    public var allowWWAN: Bool?
+    /// A host target: how long one resolution may take, and how old an answer may get before a route notice
+    /// resolves the name again.
+    public var resolveTimeout: Duration = .seconds(3)
+    public var resolveInterval: Duration = .seconds(60)
+    /// How long the first determination waits for sources that have not answered; nil: one modem's whole first
+    /// read (three request timeouts) plus a second.
+    public var startupGrace: Duration?
+    /// A `periodic` event every interval on `events` and attached mailboxes (the agent's report cadence); nil: none.
+    public var reportInterval: Duration?
+    /// Changes each `updates` stream and `notify` hold for a subscriber that is behind (the newest are kept).
+    public var subscriberBuffer = 64
+
+    public init() {}
+
+    public var changePolicy: ChangePolicy { ChangePolicy(holdDown: holdDown, barHysteresisDB: barHysteresisDB) }
+
+    var monitorSettings: MonitorSettings {
+        MonitorSettings(
+            policy: changePolicy, startupGrace: startupGrace ?? modems.requestTimeout * 3 + .seconds(1),
+            reportInterval: reportInterval, modemsEnabled: modems.enabled, wifiEnabled: wifi.enabled,
+            allowWWAN: allowWWAN)
+    }
+
+    var modemMonitorOptions: ModemMonitorOptions {
+        ModemMonitorOptions(
+            read: ModemReadOptions(requestTimeout: modems.requestTimeout, viaProxy: modems.viaProxy),
+            pollInterval: modems.pollInterval)
+    }
+}
+
+/// Where a `Reachability`'s parts come from. `system` is the kernel (rtnetlink), the modems (QMI/MBIM) and nl80211;
+/// tests and other backends supply their own.
+public struct ReachabilitySources: Sendable {
+    public var route: @Sendable (ReachabilityOptions) -> any RouteSource
+    public var modems: @Sendable (ReachabilityOptions, any MonitorClock, Logger) -> [any ModemSource]
+    public var wifi: @Sendable (ReachabilityOptions) -> (any WiFiSource)?
+
+    public init(
+        route: @escaping @Sendable (ReachabilityOptions) -> any RouteSource,
+        modems: @escaping @Sendable (ReachabilityOptions, any MonitorClock, Logger) -> [any ModemSource],
+        wifi: @escaping @Sendable (ReachabilityOptions) -> (any WiFiSource)?
+    ) {
+        self.route = route
+        self.modems = modems
+        self.wifi = wifi
+    }
+
+    public static let system = ReachabilitySources(
+        route: { KernelRouteSource(interfaceOverrides: $0.interfaceKinds, resolveTimeout: $0.resolveTimeout) },
+        modems: { options, clock, logger in
+            var monitor = options.modemMonitorOptions
+            monitor.read.logger = logger
+            // One monitor per modem: a slow or vanished modem does not hold up the others. Named ports are watched
+            // as named; without them, discovery follows modems that come, go or re-enumerate.
+            if options.modems.ports.isEmpty {
+                return [DiscoveredModemSource(options: monitor, interval: options.modems.pollInterval, clock: clock)]
+            }
+            return options.modems.ports.map { IndicationModemSource(spec: $0, options: monitor) }
+        },
+        wifi: { NL80211WiFiSource(pollInterval: $0.wifi.pollInterval) })
+}
+
+/// The reachability of one target, followed continuously.
+///
+/// - Properties (`snapshot`, `status`, `flags`, …) are the latest determination: what the sources say now, read
+///   from any thread without waiting (a copy under a lock that is only ever held for a copy). `notify` and
+///   `updates` report a change once it has held (a loss after the hold-down), so a short loss shows in the
+///   properties but is never notified.
+/// - `notify` is called on a task of its own (Swift's global concurrent executor, never the caller's thread or
+///   actor): once per reported change, in order, never two calls at once. Hop to your own actor inside the block
+///   if you need one. A block slower than the changes misses the oldest ones, never the newest.
+/// - `start()` and `stop()` may be called any number of times, from any thread; `start()` after `stop()` begins
+///   again with a fresh first determination.
+public final class Reachability: Sendable {
+    public let target: Target
+
+    private let clock: any MonitorClock
+    private let wall: @Sendable () -> Timestamp
+    private let sources: ReachabilitySources
+    private let logger: Logger
+    /// The properties' snapshot: its own lock, so a reader never waits for the engine.
+    private let latest: Mutex<Snapshot>
+    private let core: Mutex<Core>
+
+    private struct Run {
+        let id: Int
+        var engine: MonitorEngine
+        let wakeup = Wakeup()
+        let notifyBox: Mailbox<MonitorEvent>
+        var tasks: [String: Task<Void, Never>] = [:]
+        /// What each running feed was started with, to restart only what a reconfiguration changes.
+        var routeKey: String = ""
+        var modemIDs: [String: String] = [:]
+        var wifiKey: String?
+    }
+
+    private struct Core {
+        var options: ReachabilityOptions
+        var notify: (@Sendable (Reachability) -> Void)?
+        var run: Run?
+        var runs = 0
+        var nextSubscriber = 0
+        var snapshotStreams: [Int: AsyncStream<Snapshot>.Continuation] = [:]
+        var eventStreams: [Int: AsyncStream<MonitorEvent>.Continuation] = [:]
+        var mailboxes: [ObjectIdentifier: Mailbox<MonitorEvent>] = [:]
+    }
+
+    // MARK: Making one
+
+    /// Watches `target`. Nothing runs until `start()`.
+    /// - Parameters:
+    ///   - sources: where the parts come from (default: the kernel, the modems, nl80211; shared in the process).
+    ///   - clock / wall: monotonic and wall time (tests pass a manual clock).
+    ///   - logger: where sources log restarts and adapter records (default: nowhere).
+    public init(
+        target: Target, options: ReachabilityOptions = ReachabilityOptions(), sources: ReachabilitySources = .system,
+        clock: any MonitorClock = ContinuousMonitorClock(), wall: @escaping @Sendable () -> Timestamp = { .now() },
+        logger: Logger? = nil
+    ) {
+        self.target = target
+        self.clock = clock
+        self.wall = wall
+        self.sources = sources
+        self.logger = logger ?? Logger(label: "gatewayreach", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.latest = Mutex(Snapshot(time: wall(), target: target))
+        self.core = Mutex(Core(options: options))
+    }
+
+    /// The default route, IPv4 and IPv6: YYReachability's `+reachability`, Apple's
+    /// `reachabilityForInternetConnection`.
+    public convenience init() {
+        self.init(target: .defaultRoute)
+    }
+
+    /// A host name, resolved on a thread of its own within `resolveTimeout` and again as routes change
+    /// (YYReachability's `+reachabilityWithHostname:`). An IP literal is watched as an address.
+    public convenience init(hostname: String, options: ReachabilityOptions = ReachabilityOptions()) {
+        self.init(target: IPAddress(hostname) != nil ? .address(hostname) : .host(hostname), options: options)
+    }
+
+    /// The route to one address (YYReachability's `+reachabilityWithAddress:`).
+    public convenience init(address: IPAddress, options: ReachabilityOptions = ReachabilityOptions()) {
+        self.init(target: .address(address.description), options: options)
+    }
+
+    /// IPv4 link-local, 169.254.0.0/16, reachable only on-link, WWAN not allowed (YYReachability's
+    /// `+reachabilityForLocalWifi`).
+    public static func localWiFi(options: ReachabilityOptions = ReachabilityOptions()) -> Reachability {
+        var o = options
+        o.allowWWAN = false
+        return Reachability(target: .linkLocal, options: o)
+    }
+
+    /// One default-route instance for the process (AFNetworking's `+sharedManager`).
+    public static let shared = Reachability()
+
+    deinit {
+        stop(reason: "released")
+        let (snapshots, events) = core.withLock { c in
+            defer { (c.snapshotStreams, c.eventStreams) = ([:], [:]) }
+            return (Array(c.snapshotStreams.values), Array(c.eventStreams.values))
+        }
+        for s in snapshots { s.finish() }
+        for e in events { e.finish() }
+    }
+
+    // MARK: The properties
+
+    /// The latest determination; status `unknown` before the first.
+    public var snapshot: Snapshot { latest.withLock { $0 } }
+    public var status: ReachabilityStatus { latest.withLock { $0.status } }
+    public var flags: ReachabilityFlags { latest.withLock { $0.flags } }
+    public var wwanStatus: Generation { latest.withLock { $0.wwanStatus } }
+    public var medium: Medium { latest.withLock { $0.medium } }
+    public var isReachable: Bool { latest.withLock { $0.reachable } }
+    /// Reachable over the cellular modem (AFNetworking's `isReachableViaWWAN`).
+    public var isReachableViaWWAN: Bool { latest.withLock { $0.reachable && $0.status == .wwan } }
+    /// Reachable without the modem: WiFi or, on a gateway, Ethernet (AFNetworking's `isReachableViaWiFi`).
+    public var isReachableViaWiFi: Bool { latest.withLock { $0.reachable && $0.status == .wifi } }
+    /// A connection must be set up first, or a person must act (a locked SIM): Apple's `connectionRequired`.
+    public var connectionRequired: Bool { latest.withLock { $0.flags.contains(.connectionRequired) } }
+    /// Whether `start()` was called and `stop()` not since.
+    public var isRunning: Bool { core.withLock { $0.run != nil } }
+
+    /// What this instance watches and how; setting it while running rebuilds only what changed (a source whose
+    /// settings changed is restarted, the change rules apply to the next snapshot, the reported view is kept).
+    public var options: ReachabilityOptions {
+        get { core.withLock { $0.options } }
+        set { reconfigure(newValue) }
+    }
+
+    /// Called once per reported change (the first determination included); see the type's notes for the executor.
+    public var notify: (@Sendable (Reachability) -> Void)? {
+        get { core.withLock { $0.notify } }
+        set { core.withLock { $0.notify = newValue } }
+    }
+
+    /// The current snapshot first (once there is a first determination), then one per reported change; ends at
+    /// `stop()`. Each use of the property is a new subscription with its own buffer (`subscriberBuffer`, the newest
+    /// kept). A subscription made while stopped begins with the next `start()`.
+    public var updates: AsyncStream<Snapshot> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Snapshot.self, bufferingPolicy: .bufferingNewest(core.withLock { max(1, $0.options.subscriberBuffer) }))
+        let id = core.withLock { c -> Int in
+            c.nextSubscriber += 1
+            c.snapshotStreams[c.nextSubscriber] = continuation
+            if let run = c.run, run.engine.phase == .running { continuation.yield(latest.withLock { $0 }) }
+            return c.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in self?.core.withLock { _ = $0.snapshotStreams.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Every event (start, change, periodic, stop) with what a report needs (change, reported bars, held fields);
+    /// ends at `stop()`. Periodic events come only with `reportInterval`.
+    public func events(buffer: Int = 256) -> AsyncStream<MonitorEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MonitorEvent.self, bufferingPolicy: .bufferingNewest(max(1, buffer)))
+        let id = core.withLock { c -> Int in
+            c.nextSubscriber += 1
+            c.eventStreams[c.nextSubscriber] = continuation
+            return c.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in self?.core.withLock { _ = $0.eventStreams.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Sends every event of this instance to `mailbox` as well, across restarts, until `detach`. Several instances
+    /// may feed one mailbox (the agent's outputs); the mailbox is never finished here.
+    public func attach(_ mailbox: Mailbox<MonitorEvent>) {
+        core.withLock { $0.mailboxes[ObjectIdentifier(mailbox)] = mailbox }
+    }
+
+    public func detach(_ mailbox: Mailbox<MonitorEvent>) {
+        core.withLock { _ = $0.mailboxes.removeValue(forKey: ObjectIdentifier(mailbox)) }
+    }
+
+    /// When the engine has work next (monotonic, on this instance's clock); nil when stopped.
+    package var nextDeadline: Duration? { core.withLock { $0.run?.engine.nextDeadline } }
+
+    // MARK: Start and stop
+
+    /// Starts watching (Apple's `startNotifier`, AFNetworking's `startMonitoring`). Does nothing when running.
+    public func start() {
+        core.withLock { c in
+            guard c.run == nil else { return }
+            c.runs += 1
+            let settings = c.options.monitorSettings
+            var expecting: Set<MonitorSource> = [.route]
+            let modemSources = settings.modemsEnabled ? sources.modems(c.options, clock, logger) : []
+            for m in modemSources { expecting.insert(.modem(m.name)) }
+            let wifiSource = settings.wifiEnabled ? sources.wifi(c.options) : nil
+            if wifiSource != nil { expecting.insert(.wifi) }
+            var run = Run(
+                id: c.runs, engine: MonitorEngine(target: target, settings: settings, expecting: expecting, at: clock.now()),
+                notifyBox: Mailbox(capacity: c.options.subscriberBuffer))
+            startRouteFeed(&run, c.options)
+            for m in modemSources { startModemFeed(&run, m) }
+            if let wifiSource { startWiFiFeed(&run, wifiSource, interfaces: c.options.wifi.interfaces) }
+            run.tasks["timer"] = timerTask(run.id, run.wakeup)
+            run.tasks["notify"] = notifyTask(run.notifyBox)
+            c.run = run
+        }
+    }
+
+    /// Stops watching (Apple's `stopNotifier`, AFNetworking's `stopMonitoring`): the `stop` event goes out, every
+    /// `updates` and `events` stream ends, and the sources this instance alone used close their sockets and modem
+    /// sessions. Does nothing when stopped. Calls of `notify` for changes reported before may still follow.
+    public func stop() { stop(reason: "stopped") }
+
+    /// `stop()` with the reason the `stop` event carries (the agent's "graceful shutdown").
+    public func stop(reason: String) {
+        let ended = core.withLock { c -> (tasks: [Task<Void, Never>], streams: [@Sendable () -> Void], box: Mailbox<MonitorEvent>)? in
+            guard c.run != nil else { return nil }
+            let events = c.run!.engine.receive(.stop(reason: reason), at: now())
+            publish(events, &c)
+            let run = c.run!
+            c.run = nil
+            let streams = c.snapshotStreams.values.map { s in { @Sendable in s.finish() } }
+                + c.eventStreams.values.map { e in { @Sendable in e.finish() } }
+            c.snapshotStreams = [:]
+            c.eventStreams = [:]
+            return (run.tasks.filter { $0.key != "notify" }.map(\.value), streams, run.notifyBox)
+        }
+        guard let ended else { return }
+        // After the lock: cancelling a feed ends its shared subscription, which may stop a source.
+        for t in ended.tasks { t.cancel() }
+        for f in ended.streams { f() }
+        ended.box.finish()
+    }
+
+    /// One full determination now: the route asked again (a host resolved again), with the modems' and WiFi's
+    /// latest states while running; while stopped, every source is read once (`GatewayReach.status`). Updates the
+    /// properties; a change it reveals is reported as any other.
+    @discardableResult
+    public func refresh() async -> Snapshot {
+        let (options, runID) = core.withLock { ($0.options, $0.run?.id) }
+        if let runID {
+            let source = sources.route(options)
+            var resolved: Result<[IPAddress], ResolutionError>?
+            if case let .host(name) = target { resolved = await source.resolve(name) }
+            let view = await source.compute(target, resolved: resolved)
+            deliver(.route(view), run: runID)
+            return snapshot
+        }
+        let ports = options.modems.ports
+        var request = StatusRequest(
+            target: target, modems: ports.isEmpty ? nil : ports, readModems: options.modems.enabled,
+            wifiInterface: options.wifi.interfaces.count == 1 ? options.wifi.interfaces[0] : nil,
+            readWiFi: options.wifi.enabled, resolveTimeout: options.resolveTimeout, interfaceOverrides: options.interfaceKinds)
+        request.modemOptions = options.modemMonitorOptions.read
+        var s = await GatewayReach.status(request)
+        if options.wifi.enabled { s.wifi = WiFiLink.selecting(options.wifi.interfaces, from: s.wifi, health: s.wifiSource) }
+        if options.allowWWAN == false, s.status == .wwan { s.status = ReachabilityStatus(flags: s.flags, allowWWAN: false) }
+        let snapshot = s
+        latest.withLock { $0 = snapshot }
+        return s
+    }
+
+    // MARK: The runner
+
+    private func now() -> MonitorTime { MonitorTime(monotonic: clock.now(), wall: wall()) }
+
+    /// One input into the engine of run `id` (ignored once that run is over), its events out to every subscriber.
+    private func deliver(_ input: MonitorInput, run id: Int) {
+        core.withLock { c in
+            guard c.run?.id == id else { return }
+            let events = c.run!.engine.receive(input, at: now())
+            if let s = c.run!.engine.latest { latest.withLock { $0 = s } }
+            publish(events, &c)
+            c.run!.wakeup.signal()
+        }
+    }
+
+    /// Hands events to every subscriber without waiting (under the core lock, so every subscriber sees one order).
+    private func publish(_ events: [MonitorEvent], _ c: inout Core) {
+        for e in events {
+            for m in c.mailboxes.values { m.post(e) }
+            for s in c.eventStreams.values { s.yield(e) }
+            guard e.isReportedChange else { continue }
+            for s in c.snapshotStreams.values { s.yield(e.snapshot) }
+            c.run?.notifyBox.post(e)
+        }
+    }
+
+    private func timerTask(_ id: Int, _ wakeup: Wakeup) -> Task<Void, Never> {
+        let clock = self.clock
+        return Task { [weak self] in
+            while !Task.isCancelled {
+                // `self` is held only between sleeps: an instance dropped without stop() is released (and stopped).
+                let deadline: Duration?
+                do {
+                    guard let me = self else { return }
+                    let (current, next) = me.core.withLock { c in
+                        c.run?.id == id ? (true, c.run!.engine.nextDeadline) : (false, nil)
+                    }
+                    guard current else { return }
+                    deadline = next
+                    if let deadline, clock.now() >= deadline {
+                        me.deliver(.tick, run: id)
+                        continue
+                    }
+                }
+                await clock.sleep(until: deadline, orUntil: wakeup)
+            }
+        }
+    }
+
+    private func notifyTask(_ box: Mailbox<MonitorEvent>) -> Task<Void, Never> {
+        Task { [weak self] in
+            for await _ in box {
+                guard let self else { return }
+                self.core.withLock { $0.notify }?(self)
+            }
+        }
+    }
+
+    /// Routes: subscribe to the notices first, then ask (a change in between is not missed); ask again on every
+    /// notice. A host is resolved at the start and again on a notice once its last answer is `resolveInterval` old.
+    private func startRouteFeed(_ run: inout Run, _ options: ReachabilityOptions) {
+        let source = sources.route(options)
+        let (id, target, clock, logger, every) = (run.id, target, clock, logger, options.resolveInterval)
+        run.routeKey = Self.routeKey(source, options)
+        run.tasks["route"]?.cancel()
+        run.tasks["route"] = Task { [weak self] in
+            let notices = source.sharedEvents(clock: clock, logger: logger)
+            var resolved: (Result<[IPAddress], ResolutionError>, Duration)?
+            func refresh() async {
+                var resolution: Result<[IPAddress], ResolutionError>?
+                if case let .host(name) = target {
+                    if let (r, at) = resolved, clock.now() - at < every {
+                        resolution = r
+                    } else {
+                        let r = await source.resolve(name)
+                        resolved = (r, clock.now())
+                        resolution = r
+                    }
+                }
+                let view = await source.compute(target, resolved: resolution)
+                guard !Task.isCancelled else { return }
+                self?.deliver(.route(view), run: id)
+            }
+            await refresh()
+            for await _ in notices { await refresh() }
+        }
+    }
+
+    private func startModemFeed(_ run: inout Run, _ source: any ModemSource) {
+        let (id, name, clock, logger) = (run.id, source.name, clock, logger)
+        run.modemIDs[name] = source.id
+        run.tasks["modem:" + name]?.cancel()
+        run.tasks["modem:" + name] = Task { [weak self] in
+            for await (health, states) in source.sharedUpdates(clock: clock, logger: logger) {
+                self?.deliver(.modems(source: name, health, states), run: id)
+            }
+        }
+    }
+
+    private func startWiFiFeed(_ run: inout Run, _ source: any WiFiSource, interfaces: [String]) {
+        let (id, clock, logger) = (run.id, clock, logger)
+        run.wifiKey = source.id + "|" + interfaces.joined(separator: ",")
+        run.tasks["wifi"]?.cancel()
+        run.tasks["wifi"] = Task { [weak self] in
+            for await (health, links) in source.sharedUpdates(clock: clock, logger: logger) {
+                self?.deliver(.wifi(health, WiFiLink.selecting(interfaces, from: links, health: health)), run: id)
+            }
+        }
+    }
+
+    private static func routeKey(_ source: any RouteSource, _ o: ReachabilityOptions) -> String {
+        "\(source.id)|\(o.interfaceKinds.sorted { $0.key < $1.key })|\(o.resolveTimeout)|\(o.resolveInterval)"
+    }
+
+    /// New options while running: the engine's rules at once, and a restart of each feed whose settings changed.
+    private func reconfigure(_ new: ReachabilityOptions) {
+        let cancelled = core.withLock { c -> [Task<Void, Never>] in
+            let old = c.options
+            c.options = new
+            guard c.run != nil, old != new else { return [] }
+            var stale: [Task<Void, Never>] = []
+            var run = c.run!
+            c.run = nil  // moved out while rebuilt, so the engine is not copied
+            let settings = new.monitorSettings
+            var events = run.engine.receive(.configure(settings), at: now())
+
+            let route = sources.route(new)
+            if Self.routeKey(route, new) != run.routeKey {
+                if let t = run.tasks.removeValue(forKey: "route") { stale.append(t) }
+                startRouteFeed(&run, new)
+            }
+
+            let modemSources = settings.modemsEnabled ? sources.modems(new, clock, logger) : []
+            let wanted = Dictionary(modemSources.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            for (name, _) in run.modemIDs where wanted[name] == nil {
+                run.modemIDs[name] = nil
+                if let t = run.tasks.removeValue(forKey: "modem:" + name) { stale.append(t) }
+                events += run.engine.receive(.modemSourceRemoved(name), at: now())
+            }
+            for m in modemSources where run.modemIDs[m.name] != m.id {
+                if let t = run.tasks.removeValue(forKey: "modem:" + m.name) { stale.append(t) }
+                run.engine.expect(.modem(m.name))
+                startModemFeed(&run, m)
+            }
+
+            let wifi = settings.wifiEnabled ? sources.wifi(new) : nil
+            let wifiKey = wifi.map { $0.id + "|" + new.wifi.interfaces.joined(separator: ",") }
+            if wifiKey != run.wifiKey {
+                if let t = run.tasks.removeValue(forKey: "wifi") { stale.append(t) }
+                run.wifiKey = nil
+                if let wifi {
+                    run.engine.expect(.wifi)
+                    startWiFiFeed(&run, wifi, interfaces: new.wifi.interfaces)
+                }
+            }
+            if let s = run.engine.latest { latest.withLock { $0 = s } }
+            c.run = run
+            publish(events, &c)
+            run.wakeup.signal()
+            return stale
+        }
+        for t in cancelled { t.cancel() }
+    }
+}
