@@ -32,20 +32,26 @@ let package = Package(
         .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"]),
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
+        // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).
+        .target(name: "ReachTime"),
+
         // Adapters: one per source; each returns ReachCore values.
         .target(
             name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
         .target(name: "ReachRoutes", dependencies: ["ReachCore", "CNetlinkShims"]),
         .target(
             name: "ReachModem",
-            dependencies: ["ReachCore", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log")]),
+            dependencies: [
+                "ReachCore", "ReachGLib", "ReachTime", "CGLibShims", .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
 
         // The embeddable API.
         .target(
             name: "GatewayReach",
             dependencies: [
-                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", .product(name: "Logging", package: "swift-log"),
+                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachTime",
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         // Agent: monitors, reporters, diagnostics, config.
@@ -91,12 +97,16 @@ let package = Package(
             dependencies: [
                 "ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "ReachTestSupport", "reach", "reach-modem-sim",
             ]),
+        // A test tool: Reachability in a process of its own, counting its fds, threads and memory (the sharing test,
+        // scripts/bench reachability).
+        .executableTarget(name: "reachability-probe", dependencies: ["GatewayReach"], path: "Tests/ReachabilityProbe"),
         // Reachability (the library's monitoring) against fakes and a manual clock, its shared sources against the
         // simulator and namespaces, and the proof that another package can embed it.
         .testTarget(
             name: "GatewayReachTests",
             dependencies: [
-                "GatewayReach", "ReachTestSupport", "reach-modem-sim", .product(name: "Logging", package: "swift-log"),
+                "GatewayReach", "ReachTestSupport", "reach-modem-sim", "reachability-probe",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachAgentTests",

@@ -3,6 +3,7 @@
 // without sleeping.
 
 import ReachCore
+import ReachTime
 import Synchronization
 
 /// A monotonic clock as the monitoring uses it: time since an arbitrary origin, and sleeping until such a time.
@@ -12,17 +13,18 @@ public protocol MonitorClock: Sendable {
     func sleep(until deadline: Duration) async throws
 }
 
-/// Production: ContinuousClock (it keeps counting while the system is suspended, so a 60 s report interval
-/// is 60 s of real time).
+/// Production: CLOCK_BOOTTIME, ContinuousClock's time on Linux (it keeps counting while the system is suspended, so
+/// a 60 s report interval is 60 s of real time). Sleeps wait on `Timers`, so a cancelled sleep costs nothing after.
 public struct ContinuousMonitorClock: MonitorClock {
-    private let origin = ContinuousClock.now
+    private let origin = Timers.now()
 
     public init() {}
 
-    public func now() -> Duration { origin.duration(to: .now) }
+    public func now() -> Duration { .nanoseconds(Timers.now() - origin) }
 
     public func sleep(until deadline: Duration) async throws {
-        try await ContinuousClock().sleep(until: origin.advanced(by: deadline), tolerance: .milliseconds(1))
+        let (s, attos) = deadline.components
+        try await Timers.shared.sleep(until: origin + s * 1_000_000_000 + attos / 1_000_000_000)
     }
 }
 

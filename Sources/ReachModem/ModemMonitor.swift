@@ -12,6 +12,7 @@
 import Logging
 import ReachCore
 import ReachGLib
+import ReachTime
 
 /// Why a `ModemUpdate` was sent.
 public enum ModemUpdateCause: String, Sendable, Equatable {
@@ -96,7 +97,7 @@ public struct ModemMonitor: Sendable {
             if attempt > 0 {
                 let delay = options.reopen.delay(attempt: attempt - 1)
                 logger.debug("Reopening modem port", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
-                do { try await Task.sleep(for: delay) } catch { break }
+                do { try await Timers.shared.sleep(for: delay) } catch { break }
             }
             attempt += 1
             let opened = await withDeadline(options.read.readTimeout) { () async -> Result<ModemChannel, Error> in
@@ -150,7 +151,7 @@ public struct ModemMonitor: Sendable {
         if let interval = options.pollInterval, !everythingAnnounced {
             poller = Task {
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: interval) } catch { return }
+                    do { try await Timers.shared.sleep(for: interval) } catch { return }
                     sink.yield(.poll)
                 }
             }
