@@ -145,6 +145,16 @@ public final class Reachability: Sendable {
         var routeKey: String = ""
         var modemIDs: [String: String] = [:]
         var wifiKey: String?
+        /// The current feed of each key ("route", "modem:NAME", "wifi"): a replaced feed's late values are ignored.
+        var feeds: [String: Int] = [:]
+        var nextFeed = 0
+
+        /// A new feed for `key`: its token.
+        mutating func newFeed(_ key: String) -> Int {
+            nextFeed += 1
+            feeds[key] = nextFeed
+            return nextFeed
+        }
     }
 
     private struct Core {
@@ -373,10 +383,12 @@ public final class Reachability: Sendable {
 
     private func now() -> MonitorTime { MonitorTime(monotonic: clock.now(), wall: wall()) }
 
-    /// One input into the engine of run `id` (ignored once that run is over), its events out to every subscriber.
-    private func deliver(_ input: MonitorInput, run id: Int) {
+    /// One input into the engine of run `id` (ignored once that run is over, or from a feed since replaced), its
+    /// events out to every subscriber.
+    private func deliver(_ input: MonitorInput, run id: Int, feed: (key: String, token: Int)? = nil) {
         core.withLock { c in
             guard c.run?.id == id else { return }
+            if let feed, c.run!.feeds[feed.key] != feed.token { return }
             let events = c.run!.engine.receive(input, at: now())
             if let s = c.run!.engine.latest { latest.withLock { $0 = s } }
             publish(events, &c)
@@ -433,9 +445,11 @@ public final class Reachability: Sendable {
         let source = sources.route(options)
         let (id, target, clock, logger, every) = (run.id, target, clock, logger, options.resolveInterval)
         run.routeKey = Self.routeKey(source, options)
+        // Subscribed here, before the feed it replaces (if any) is cancelled: a shared source both use stays open.
+        let notices = source.sharedEvents(clock: clock, logger: logger)
+        let feed = ("route", run.newFeed("route"))
         run.tasks["route"]?.cancel()
         run.tasks["route"] = Task { [weak self] in
-            let notices = source.sharedEvents(clock: clock, logger: logger)
             var resolved: (Result<[IPAddress], ResolutionError>, Duration)?
             func refresh() async {
                 var resolution: Result<[IPAddress], ResolutionError>?
@@ -450,7 +464,7 @@ public final class Reachability: Sendable {
                 }
                 let view = await source.compute(target, resolved: resolution)
                 guard !Task.isCancelled else { return }
-                self?.deliver(.route(view), run: id)
+                self?.deliver(.route(view), run: id, feed: feed)
             }
             await refresh()
             for await _ in notices { await refresh() }
@@ -460,10 +474,12 @@ public final class Reachability: Sendable {
     private func startModemFeed(_ run: inout Run, _ source: any ModemSource) {
         let (id, name, clock, logger) = (run.id, source.name, clock, logger)
         run.modemIDs[name] = source.id
+        let updates = source.sharedUpdates(clock: clock, logger: logger)
+        let feed = ("modem:" + name, run.newFeed("modem:" + name))
         run.tasks["modem:" + name]?.cancel()
         run.tasks["modem:" + name] = Task { [weak self] in
-            for await (health, states) in source.sharedUpdates(clock: clock, logger: logger) {
-                self?.deliver(.modems(source: name, health, states), run: id)
+            for await (health, states) in updates {
+                self?.deliver(.modems(source: name, health, states), run: id, feed: feed)
             }
         }
     }
@@ -471,10 +487,13 @@ public final class Reachability: Sendable {
     private func startWiFiFeed(_ run: inout Run, _ source: any WiFiSource, interfaces: [String]) {
         let (id, clock, logger) = (run.id, clock, logger)
         run.wifiKey = source.id + "|" + interfaces.joined(separator: ",")
+        let updates = source.sharedUpdates(clock: clock, logger: logger)
+        let feed = ("wifi", run.newFeed("wifi"))
         run.tasks["wifi"]?.cancel()
         run.tasks["wifi"] = Task { [weak self] in
-            for await (health, links) in source.sharedUpdates(clock: clock, logger: logger) {
-                self?.deliver(.wifi(health, WiFiLink.selecting(interfaces, from: links, health: health)), run: id)
+            for await (health, links) in updates {
+                let selected = WiFiLink.selecting(interfaces, from: links, health: health)
+                self?.deliver(.wifi(health, selected), run: id, feed: feed)
             }
         }
     }
@@ -505,6 +524,7 @@ public final class Reachability: Sendable {
             let wanted = Dictionary(modemSources.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             for (name, _) in run.modemIDs where wanted[name] == nil {
                 run.modemIDs[name] = nil
+                run.feeds["modem:" + name] = nil
                 if let t = run.tasks.removeValue(forKey: "modem:" + name) { stale.append(t) }
                 events += run.engine.receive(.modemSourceRemoved(name), at: now())
             }
@@ -519,6 +539,7 @@ public final class Reachability: Sendable {
             if wifiKey != run.wifiKey {
                 if let t = run.tasks.removeValue(forKey: "wifi") { stale.append(t) }
                 run.wifiKey = nil
+                run.feeds["wifi"] = nil
                 if let wifi {
                     run.engine.expect(.wifi)
                     startWiFiFeed(&run, wifi, interfaces: new.wifi.interfaces)

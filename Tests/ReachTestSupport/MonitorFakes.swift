@@ -63,43 +63,111 @@ public func wallClock(_ clock: ManualClock) -> @Sendable () -> Timestamp {
     { Timestamp(seconds: 1_795_305_600 + Int64(clock.now().components.seconds)) }
 }
 
-/// A route source whose answer the test sets, and whose notices the test sends.
+/// A route source whose answer the test sets, and whose notices the test sends. Like the kernel's, each
+/// subscription to its notices is a stream of its own; the test can count them (one per process while any instance
+/// runs, since sources are shared).
 public final class FakeRouteSource: RouteSource {
-    private let view = Mutex<RouteView>(RouteView())
-    private let stream: AsyncStream<RouteEvent>
-    private let continuation: AsyncStream<RouteEvent>.Continuation
+    private struct State {
+        var view = RouteView()
+        var subscribers: [Int: AsyncStream<RouteEvent>.Continuation] = [:]
+        var subscriptions = 0
+        var computes = 0
+    }
+    private let state = Mutex(State())
 
-    public init() {
-        (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self)
+    public init() {}
+
+    public func events() throws -> AsyncStream<RouteEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self)
+        let id = state.withLock { s -> Int in
+            s.subscriptions += 1
+            s.subscribers[s.subscriptions] = continuation
+            return s.subscriptions
+        }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
     }
 
-    public func events() throws -> AsyncStream<RouteEvent> { stream }
-
     public func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        view.withLock { $0 }
+        state.withLock { s in
+            s.computes += 1
+            return s.view
+        }
     }
 
     public func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> { .success([]) }
 
+    /// How often the notices were subscribed to, and routes computed.
+    public var eventSubscriptions: Int { state.withLock { $0.subscriptions } }
+    public var computations: Int { state.withLock { $0.computes } }
+
+    /// Changes the kernel's answer without a notice (what `refresh()` must find by itself).
+    public func setQuietly(_ route: RouteLookup?) {
+        state.withLock { $0.view.route = route }
+    }
+
     /// Sets the kernel's answer and sends a notice, as a route change would.
     public func set(_ route: RouteLookup?) {
-        view.withLock { $0.route = route }
-        continuation.yield(.route(.new, .ipv4))
+        state.withLock { s in
+            s.view.route = route
+            for c in s.subscribers.values { c.yield(.route(.new, .ipv4)) }
+        }
     }
+}
+
+/// A source of states the test sets: each subscription gets the current state first, then every new one.
+public final class FakeStateSource<Element: Sendable>: Sendable {
+    private struct State {
+        var latest: (SourceHealth, [Element])?
+        var subscribers: [Int: AsyncStream<(SourceHealth, [Element])>.Continuation] = [:]
+        var next = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public func updates() -> AsyncStream<(SourceHealth, [Element])> {
+        let (stream, continuation) = AsyncStream.makeStream(of: (SourceHealth, [Element]).self)
+        let id = state.withLock { s -> Int in
+            s.next += 1
+            s.subscribers[s.next] = continuation
+            if let latest = s.latest { continuation.yield(latest) }
+            return s.next
+        }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    public func set(_ values: [Element], health: SourceHealth = .ok) {
+        state.withLock { s in
+            s.latest = (health, values)
+            for c in s.subscribers.values { c.yield((health, values)) }
+        }
+    }
+
+    public var subscriptions: Int { state.withLock { $0.next } }
 }
 
 public final class FakeWiFiSource: WiFiSource {
     public let name = "fake"
-    private let stream: AsyncStream<(SourceHealth, [WiFiLink])>
-    private let continuation: AsyncStream<(SourceHealth, [WiFiLink])>.Continuation
+    private let states = FakeStateSource<WiFiLink>()
 
-    public init() {
-        (stream, continuation) = AsyncStream.makeStream(of: (SourceHealth, [WiFiLink]).self)
-    }
+    public init() {}
 
-    public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> { stream }
+    public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> { states.updates() }
+    public func set(_ links: [WiFiLink]) { states.set(links) }
+    public var subscriptions: Int { states.subscriptions }
+}
 
-    public func set(_ links: [WiFiLink]) { continuation.yield((.ok, links)) }
+/// One modem the test drives (its states set by hand).
+public final class FakeModemSource: ModemSource {
+    public let name: String
+    private let states = FakeStateSource<ModemState>()
+
+    public init(name: String) { self.name = name }
+
+    public func updates() -> AsyncStream<(SourceHealth, [ModemState])> { states.updates() }
+    public func set(_ modems: [ModemState]) { states.set(modems) }
 }
 
 /// Waits (in real time, for other tasks to run; never for the agent's cadence) until `condition` holds.
