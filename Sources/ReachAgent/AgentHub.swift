@@ -106,7 +106,7 @@ public actor AgentHub {
     /// `stop` line and a new one its `start` line, and each instance rebuilds only the sources whose settings
     /// changed (kept targets keep their reported view: a reload is not a change). Returns the sections that changed.
     @discardableResult
-    public func apply(_ new: AgentConfig) -> [String] {
+    public func apply(_ new: AgentConfig) async -> [String] {
         let old = configuration
         var changed: [String] = []
         if new.report != old.report { changed.append("report") }
@@ -135,12 +135,14 @@ public actor AgentHub {
             if started { startSink(sinks.count - 1) }
             for (_, reach) in instances { reach.attach(sinks[sinks.count - 1].mailbox) }
         } else if new.prometheusTextfile == nil, let i = sinks.firstIndex(where: { $0.sink is PrometheusSink }) {
+            // Written one last time with what it has, then left alone.
             let run = sinks.remove(at: i)
             for (_, reach) in instances { reach.detach(run.mailbox) }
             run.mailbox.finish()
+            await run.task?.value
         }
 
-        guard started else { return changed }
+        guard started, !stopped else { return changed }
         // Targets: removed ones stop (their last line), kept ones take the new options, new ones start.
         let options = ReachabilityOptions(config: new)
         for (target, reach) in instances where !new.targets.contains(target) {
