@@ -5,7 +5,7 @@
 // at length. Output: one JSON object per line.
 //
 //   reachability-probe sharing [--instances N] [--modem PATH:qmi|mbim] [--no-wifi]
-//   reachability-probe cycles COUNT [--instances N] [--modem PATH:PROTO] [--no-wifi]
+//   reachability-probe cycles COUNT [--instances N] [--modem PATH:PROTO] [--no-wifi] [--pause MS]
 //   reachability-probe changes COUNT [--gateway IP] [--interface NAME]   (in a namespace of its own: it flips the
 //                                                                          default route over rtnetlink)
 
@@ -124,6 +124,7 @@ var options = ReachabilityOptions()
 options.holdDown = .zero
 options.modems.enabled = false
 options.modems.requestTimeout = .seconds(2)
+var pause = Duration.zero
 var gateway = "10.77.0.1"
 var interface = "eth0"
 while !arguments.isEmpty {
@@ -144,6 +145,9 @@ while !arguments.isEmpty {
         options.modems.enabled = true
         options.modems.ports.append(ModemPortSpec(path: String(v[..<colon]), protocol: p))
     case "--no-wifi": options.wifi.enabled = false
+    case "--pause":
+        guard let ms = Int(value()), ms >= 0 else { fail("--pause: expected milliseconds") }
+        pause = .milliseconds(ms)
     case "--gateway": gateway = value()
     case "--interface": interface = value()
     default: fail("unknown option \(flag)")
@@ -170,10 +174,14 @@ func startInstances(_ n: Int, _ options: ReachabilityOptions) async -> [Reachabi
     for r in all { r.start() }
     for r in all {
         var first = r.updates.makeAsyncIterator()
-        guard await first.next() != nil else { fail("an instance ended before its first determination") }
+        guard let s = await first.next() else { fail("an instance ended before its first determination") }
+        for m in s.wwan where m.error == nil && m.generation != .none { modemsRead.add(1, ordering: .relaxed) }
     }
     return all
 }
+
+/// First determinations that carried a modem read without error (each instance counts: 3 per cycle when shared).
+let modemsRead = Atomic<Int>(0)
 
 /// Holdings once every instance is stopped and what they released has really gone: no monitor socket, no modem
 /// port, and the same figures twice in a row (sockets are closed by the threads that used them, as they end). At most
@@ -214,11 +222,14 @@ case "cycles":
     let started = clock.now
     for i in 2...max(2, count) {
         for r in await startInstances(instances, configured) { r.stop() }
-        if i % 100 == 0 || i == count {
+        if pause > .zero { try? await Task.sleep(for: pause) }
+        if i == 10 || i % 100 == 0 || i == count {
             emit("{\"phase\":\"after \(i) cycles\",\"holdings\":\(await quiescent())}")
         }
     }
-    emit("{\"phase\":\"done\",\"cycles\":\(count),\"seconds\":\(seconds(clock.now - started))}")
+    emit(
+        "{\"phase\":\"done\",\"cycles\":\(count),\"seconds\":\(seconds(clock.now - started)),"
+            + "\"modem_reads\":\(modemsRead.load(ordering: .relaxed))}")
 
 case "changes":
     // The default route via `gateway` on `interface` is deleted and added again over rtnetlink, each time waiting
