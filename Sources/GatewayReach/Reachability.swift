@@ -140,6 +140,8 @@ public final class Reachability: Sendable {
         var engine: MonitorEngine
         let wakeup = Wakeup()
         let notifyBox: Mailbox<MonitorEvent>
+        /// The snapshot of the last reported change: what a new `updates` subscriber gets first.
+        var reported: Snapshot?
         var tasks: [String: Task<Void, Never>] = [:]
         /// What each running feed was started with, to restart only what a reconfiguration changes.
         var routeKey: String = ""
@@ -155,6 +157,21 @@ public final class Reachability: Sendable {
             feeds[key] = nextFeed
             return nextFeed
         }
+    }
+
+    /// The sources for a set of options, made by the factories outside every lock (a factory is the caller's code).
+    private struct Built {
+        let options: ReachabilityOptions
+        let route: any RouteSource
+        let modems: [any ModemSource]
+        let wifi: (any WiFiSource)?
+    }
+
+    private func build(_ options: ReachabilityOptions) -> Built {
+        Built(
+            options: options, route: sources.route(options),
+            modems: options.modems.enabled ? sources.modems(options, clock, logger) : [],
+            wifi: options.wifi.enabled ? sources.wifi(options) : nil)
     }
 
     private struct Core {
@@ -258,8 +275,8 @@ public final class Reachability: Sendable {
         set { core.withLock { $0.notify = newValue } }
     }
 
-    /// The current snapshot first (once there is a first determination), then one per reported change; ends at
-    /// `stop()`. Each use of the property is a new subscription with its own buffer (`subscriberBuffer`, the newest
+    /// The snapshot of the last reported change first (once there is a first determination), then one per reported
+    /// change; ends at `stop()`. Each use of the property is a new subscription with its own buffer (`subscriberBuffer`, the newest
     /// kept). A subscription made while stopped begins with the next `start()`.
     public var updates: AsyncStream<Snapshot> {
         let (stream, continuation) = AsyncStream.makeStream(
@@ -267,7 +284,7 @@ public final class Reachability: Sendable {
         let id = core.withLock { c -> Int in
             c.nextSubscriber += 1
             c.snapshotStreams[c.nextSubscriber] = continuation
-            if let run = c.run, run.engine.phase == .running { continuation.yield(latest.withLock { $0 }) }
+            if let reported = c.run?.reported { continuation.yield(reported) }
             return c.nextSubscriber
         }
         continuation.onTermination = { [weak self] _ in self?.core.withLock { _ = $0.snapshotStreams.removeValue(forKey: id) } }
@@ -304,25 +321,28 @@ public final class Reachability: Sendable {
 
     /// Starts watching (Apple's `startNotifier`, AFNetworking's `startMonitoring`). Does nothing when running.
     public func start() {
-        core.withLock { c in
-            guard c.run == nil else { return }
+        guard let options = core.withLock({ $0.run == nil ? $0.options : nil }) else { return }
+        let built = build(options)
+        let newer = core.withLock { c -> ReachabilityOptions? in
+            guard c.run == nil else { return nil }
             c.runs += 1
-            let settings = c.options.monitorSettings
+            let settings = built.options.monitorSettings
             var expecting: Set<MonitorSource> = [.route]
-            let modemSources = settings.modemsEnabled ? sources.modems(c.options, clock, logger) : []
-            for m in modemSources { expecting.insert(.modem(m.name)) }
-            let wifiSource = settings.wifiEnabled ? sources.wifi(c.options) : nil
-            if wifiSource != nil { expecting.insert(.wifi) }
+            for m in built.modems { expecting.insert(.modem(m.name)) }
+            if built.wifi != nil { expecting.insert(.wifi) }
             var run = Run(
                 id: c.runs, engine: MonitorEngine(target: target, settings: settings, expecting: expecting, at: clock.now()),
-                notifyBox: Mailbox(capacity: c.options.subscriberBuffer))
-            startRouteFeed(&run, c.options)
-            for m in modemSources { startModemFeed(&run, m) }
-            if let wifiSource { startWiFiFeed(&run, wifiSource, interfaces: c.options.wifi.interfaces) }
+                notifyBox: Mailbox(capacity: built.options.subscriberBuffer))
+            startRouteFeed(&run, built.route, built.options)
+            for m in built.modems { startModemFeed(&run, m) }
+            if let wifi = built.wifi { startWiFiFeed(&run, wifi, interfaces: built.options.wifi.interfaces) }
             run.tasks["timer"] = timerTask(run.id, run.wakeup)
             run.tasks["notify"] = notifyTask(run.notifyBox)
             c.run = run
+            return c.options != built.options ? c.options : nil
         }
+        // Options set while the sources were being made: applied now, as any change while running.
+        if let newer { applyRunning(newer, build(newer)) }
     }
 
     /// Stops watching (Apple's `stopNotifier`, AFNetworking's `stopMonitoring`): the `stop` event goes out, every
@@ -402,6 +422,7 @@ public final class Reachability: Sendable {
             for m in c.mailboxes.values { m.post(e) }
             for s in c.eventStreams.values { s.yield(e) }
             guard e.isReportedChange else { continue }
+            c.run?.reported = e.snapshot
             for s in c.snapshotStreams.values { s.yield(e.snapshot) }
             c.run?.notifyBox.post(e)
         }
@@ -441,8 +462,7 @@ public final class Reachability: Sendable {
 
     /// Routes: subscribe to the notices first, then ask (a change in between is not missed); ask again on every
     /// notice. A host is resolved at the start and again on a notice once its last answer is `resolveInterval` old.
-    private func startRouteFeed(_ run: inout Run, _ options: ReachabilityOptions) {
-        let source = sources.route(options)
+    private func startRouteFeed(_ run: inout Run, _ source: any RouteSource, _ options: ReachabilityOptions) {
         let (id, target, clock, logger, every) = (run.id, target, clock, logger, options.resolveInterval)
         run.routeKey = Self.routeKey(source, options)
         // Subscribed here, before the feed it replaces (if any) is cancelled: a shared source both use stays open.
@@ -502,45 +522,50 @@ public final class Reachability: Sendable {
         "\(source.id)|\(o.interfaceKinds.sorted { $0.key < $1.key })|\(o.resolveTimeout)|\(o.resolveInterval)"
     }
 
-    /// New options while running: the engine's rules at once, and a restart of each feed whose settings changed.
+    /// New options: kept, and applied at once while running.
     private func reconfigure(_ new: ReachabilityOptions) {
-        let cancelled = core.withLock { c -> [Task<Void, Never>] in
-            let old = c.options
+        let running = core.withLock { c -> Bool in
+            let changed = c.options != new
             c.options = new
-            guard c.run != nil, old != new else { return [] }
+            return changed && c.run != nil
+        }
+        if running { applyRunning(new, build(new)) }
+    }
+
+    /// New options while running: the engine's rules at once, and a restart of each feed whose settings changed.
+    private func applyRunning(_ new: ReachabilityOptions, _ built: Built) {
+        let cancelled = core.withLock { c -> [Task<Void, Never>] in
+            guard c.run != nil, c.options == new else { return [] }  // stopped, or newer options on their way
             var stale: [Task<Void, Never>] = []
             var run = c.run!
             c.run = nil  // moved out while rebuilt, so the engine is not copied
             let settings = new.monitorSettings
             var events = run.engine.receive(.configure(settings), at: now())
 
-            let route = sources.route(new)
-            if Self.routeKey(route, new) != run.routeKey {
+            if Self.routeKey(built.route, new) != run.routeKey {
                 if let t = run.tasks.removeValue(forKey: "route") { stale.append(t) }
-                startRouteFeed(&run, new)
+                startRouteFeed(&run, built.route, new)
             }
 
-            let modemSources = settings.modemsEnabled ? sources.modems(new, clock, logger) : []
-            let wanted = Dictionary(modemSources.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let wanted = Dictionary(built.modems.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             for (name, _) in run.modemIDs where wanted[name] == nil {
                 run.modemIDs[name] = nil
                 run.feeds["modem:" + name] = nil
                 if let t = run.tasks.removeValue(forKey: "modem:" + name) { stale.append(t) }
                 events += run.engine.receive(.modemSourceRemoved(name), at: now())
             }
-            for m in modemSources where run.modemIDs[m.name] != m.id {
+            for m in built.modems where run.modemIDs[m.name] != m.id {
                 if let t = run.tasks.removeValue(forKey: "modem:" + m.name) { stale.append(t) }
                 run.engine.expect(.modem(m.name))
                 startModemFeed(&run, m)
             }
 
-            let wifi = settings.wifiEnabled ? sources.wifi(new) : nil
-            let wifiKey = wifi.map { $0.id + "|" + new.wifi.interfaces.joined(separator: ",") }
+            let wifiKey = built.wifi.map { $0.id + "|" + new.wifi.interfaces.joined(separator: ",") }
             if wifiKey != run.wifiKey {
                 if let t = run.tasks.removeValue(forKey: "wifi") { stale.append(t) }
                 run.wifiKey = nil
                 run.feeds["wifi"] = nil
-                if let wifi {
+                if let wifi = built.wifi {
                     run.engine.expect(.wifi)
                     startWiFiFeed(&run, wifi, interfaces: new.wifi.interfaces)
                 }
@@ -551,6 +576,7 @@ public final class Reachability: Sendable {
             run.wakeup.signal()
             return stale
         }
+        // After the lock: cancelling a feed ends its shared subscription, which may stop a source.
         for t in cancelled { t.cancel() }
     }
 }

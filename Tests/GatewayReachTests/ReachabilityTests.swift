@@ -111,6 +111,23 @@ import Testing
         #expect(await late.next() == nil)
     }
 
+    /// A subscriber that arrives while a loss is held down starts from what was reported, not from the loss: should
+    /// the loss end within the hold-down, nothing would ever tell it so.
+    @Test func aLateSubscriberStartsFromTheLastReportedChange() async {
+        let rig = Rig()
+        let r = rig.make(holdDown: .seconds(5))
+        r.start()
+        defer { r.stop() }
+        rig.answer()
+        #expect(await eventually { r.status == .wifi })
+        rig.route.set(nil)
+        #expect(await eventually { r.status == ReachabilityStatus.none })  // the property shows the loss at once
+        var late = r.updates.makeAsyncIterator()
+        #expect(await late.next()?.status == .wifi)
+        rig.clock.advance(by: .seconds(5))
+        #expect(await late.next()?.status == ReachabilityStatus.none)
+    }
+
     @Test func notifyIsCalledOncePerChangeInOrderNeverTwiceAtOnce() async {
         let rig = Rig()
         let r = rig.make(holdDown: .zero)
