@@ -24,6 +24,11 @@ struct Holdings: CustomStringConvertible {
     var genericSockets = 0
     var genericMonitors = 0
     var ptys = 0
+    /// The other fds: pipes, other sockets, anon inodes (eventfd, epoll, timerfd) and files.
+    var pipes = 0
+    var otherSockets = 0
+    var anon = 0
+    var files = 0
     var threads = 0
     var rssKiB = 0
 
@@ -38,15 +43,25 @@ struct Holdings: CustomStringConvertible {
         for fd in listDirectory("/proc/self/fd") {
             guard let target = readLink("/proc/self/fd/" + fd) else { continue }  // the directory's own fd is gone
             h.fds += 1
-            if target.hasPrefix("/dev/pts/") { h.ptys += 1 }
-            if target.hasPrefix("socket:["), let s = netlink[String(target.dropFirst(8).dropLast())] {
-                if s.protocol == 0 {
+            if target.hasPrefix("/dev/pts/") {
+                h.ptys += 1
+            } else if target.hasPrefix("socket:[") {
+                let s = netlink[String(target.dropFirst(8).dropLast())]
+                if s?.protocol == 0 {
                     h.routeSockets += 1
-                    if s.groups { h.routeMonitors += 1 }
-                } else if s.protocol == 16 {
+                    if s!.groups { h.routeMonitors += 1 }
+                } else if s?.protocol == 16 {
                     h.genericSockets += 1
-                    if s.groups { h.genericMonitors += 1 }
+                    if s!.groups { h.genericMonitors += 1 }
+                } else {
+                    h.otherSockets += 1
                 }
+            } else if target.hasPrefix("pipe:[") {
+                h.pipes += 1
+            } else if target.hasPrefix("anon_inode:") {
+                h.anon += 1
+            } else {
+                h.files += 1
             }
         }
         h.threads = listDirectory("/proc/self/task").count
@@ -59,6 +74,7 @@ struct Holdings: CustomStringConvertible {
     var description: String {
         "{\"fds\":\(fds),\"route_sockets\":\(routeSockets),\"route_monitors\":\(routeMonitors),"
             + "\"generic_sockets\":\(genericSockets),\"generic_monitors\":\(genericMonitors),\"ptys\":\(ptys),"
+            + "\"pipes\":\(pipes),\"other_sockets\":\(otherSockets),\"anon\":\(anon),\"files\":\(files),"
             + "\"threads\":\(threads),\"rss_kib\":\(rssKiB)}"
     }
 }
@@ -187,12 +203,19 @@ let modemsRead = Atomic<Int>(0)
 /// port, and the same figures twice in a row (sockets are closed by the threads that used them, as they end). At most
 /// a few seconds after the stop.
 func quiescent() async -> Holdings {
+    // Steady means the same figures for 200 ms: a thread that ends closes its fds one by one, slowly under emulation.
     var last = Holdings.now()
-    _ = await wait(5) {
+    var steadySince = ContinuousClock.now
+    _ = await wait(10) {
         let now = Holdings.now()
         defer { last = now }
-        return now.routeMonitors == 0 && now.genericMonitors == 0 && now.ptys == 0 && now.fds == last.fds
+        guard now.routeMonitors == 0 && now.genericMonitors == 0 && now.ptys == 0 && now.fds == last.fds
             && now.threads == last.threads
+        else {
+            steadySince = ContinuousClock.now
+            return false
+        }
+        return ContinuousClock.now - steadySince >= .milliseconds(200)
     }
     return last
 }
