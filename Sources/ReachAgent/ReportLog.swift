@@ -16,7 +16,7 @@ import Logging
 import ReachCore
 
 public final class ReportLog: @unchecked Sendable {
-    // @unchecked: used only from the hub actor that owns it (or one test task).
+    // @unchecked: used only under the lock of the sink that owns it (ReportSink), or by one test task.
 
     public struct Settings: Sendable, Equatable {
         public var path: String

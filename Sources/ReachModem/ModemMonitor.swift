@@ -115,7 +115,7 @@ public struct ModemMonitor: Sendable {
                 emit(ModemChannel.failedState(spec, error), last == nil ? .initialRead : .openFailed)
                 continue
             case let .timedOut(late):
-                if let late, case let .success(c) = late { await c.close() }
+                if let late, case let .success(c) = late { await Self.close(c) }
                 emit(ModemChannel.failedState(spec, ModemError("no answer while opening"), present: true),
                      last == nil ? .initialRead : .openFailed)
                 continue
@@ -125,15 +125,23 @@ public struct ModemMonitor: Sendable {
             let readOutcome = await withDeadline(options.read.readTimeout) { await channel.readAll() }
             emit(await channel.state, wasRunning ? .reopened : .initialRead)
             guard case .finished(true) = readOutcome else {
-                await channel.close()
+                await Self.close(channel)
                 continue
             }
             attempt = 0
             await watch(channel, emit: emit)
-            await channel.close()
+            await Self.close(channel)
             if Task.isCancelled { break }
             attempt = 1
         }
+    }
+
+    /// Closes a channel even when the monitor's task was cancelled (its consumer went away): the release of every
+    /// client id must reach the modem, or each stop leaves ids allocated in its firmware until it runs out (QMI
+    /// CTL Release Client ID, as libqmi's `qmi_device_release_client` sends it; ModemManager releases its clients
+    /// the same way when it closes a port). An unstructured task does not inherit the cancellation.
+    static func close(_ channel: ModemChannel) async {
+        await Task { await channel.close() }.value
     }
 
     /// Subscribes to the channel's indications and polls what they do not cover, until the port is lost or the

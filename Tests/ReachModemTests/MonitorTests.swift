@@ -151,4 +151,19 @@ import ReachCore
         let polled = try await updates.next { $0.state.generation == .g3 }
         #expect(polled.cause == .poll)
     }
+
+    /// A monitor whose consumer goes away (a `Reachability` stopped) still releases every client id it allocated:
+    /// the close must not be cancelled with the task, or each stop leaves ids allocated in the modem until it runs
+    /// out (the simulator, like firmware, has a bounded id space per service).
+    @Test func stoppingReleasesTheClientIDs() async throws {
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
+        let updates = Collector(Self.monitor(sim, .qmi).updates())
+        _ = try await updates.next { $0.cause == .initialRead }
+        try await Self.subscribed(sim, "qmi")  // in the watch loop, where a stop comes
+        await updates.stop()
+        #expect(await TestSupport.eventually(timeout: 10) {
+            Self.count(sim.log, "ctl:release_cid response") == Self.count(sim.log, "ctl:allocate_cid response")
+        }, "\(sim.log.split(separator: "\n").filter { $0.contains("ctl:") })")
+        #expect(Self.count(sim.log, "ctl:allocate_cid response") == 3)
+    }
 }
