@@ -192,12 +192,15 @@ func startInstances(_ n: Int, _ options: ReachabilityOptions) async -> [Reachabi
         var first = r.updates.makeAsyncIterator()
         guard let s = await first.next() else { fail("an instance ended before its first determination") }
         for m in s.wwan where m.error == nil && m.generation != .none { modemsRead.add(1, ordering: .relaxed) }
+        for m in s.wwan { if let e = m.error { modemErrors.withLock { $0[e, default: 0] += 1 } } }
     }
     return all
 }
 
-/// First determinations that carried a modem read without error (each instance counts: 3 per cycle when shared).
+/// First determinations that carried a modem read without error (each instance counts: 3 per cycle when shared),
+/// and the errors of the others.
 let modemsRead = Atomic<Int>(0)
+let modemErrors = Mutex<[String: Int]>([:])
 
 /// Holdings once every instance is stopped and what they released has really gone: no monitor socket, no modem
 /// port, and the same figures twice in a row (sockets are closed by the threads that used them, as they end). At most
@@ -218,6 +221,17 @@ func quiescent() async -> Holdings {
         return ContinuousClock.now - steadySince >= .milliseconds(200)
     }
     return last
+}
+
+func jsonEscaped(_ s: String) -> String {
+    s.unicodeScalars.map { c -> String in
+        switch c {
+        case "\"": return "\\\""
+        case "\\": return "\\\\"
+        case _ where c.value < 0x20: return "?"
+        default: return String(c)
+        }
+    }.joined()
 }
 
 func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
@@ -252,7 +266,9 @@ case "cycles":
     }
     emit(
         "{\"phase\":\"done\",\"cycles\":\(count),\"seconds\":\(seconds(clock.now - started)),"
-            + "\"modem_reads\":\(modemsRead.load(ordering: .relaxed))}")
+            + "\"modem_reads\":\(modemsRead.load(ordering: .relaxed)),\"modem_errors\":{"
+            + modemErrors.withLock { $0.sorted { $0.key < $1.key }.map { "\"\(jsonEscaped($0.key))\":\($0.value)" } }
+                .joined(separator: ",") + "}}")
 
 case "changes":
     // The default route via `gateway` on `interface` is deleted and added again over rtnetlink, each time waiting
