@@ -13,6 +13,7 @@ import Logging
 import ReachCore
 import ReachGLib
 import ReachTime
+import Synchronization
 
 /// Why a `ModemUpdate` was sent.
 public enum ModemUpdateCause: String, Sendable, Equatable {
@@ -69,18 +70,22 @@ public struct ModemMonitor: Sendable {
 
     /// The modem's state: once after the first read, then whenever it changes (identical states are not repeated).
     /// Each call opens its own session on the port, so call it once per monitor. The stream runs until the
-    /// consumer stops iterating or cancels its task; the port is then closed (client ids released).
+    /// consumer stops iterating or cancels its task; the request in flight then ends (answered, or at its timeout)
+    /// and the port is closed politely, every client id released: a cancelled request would leave the modem owing
+    /// an answer, and the close would then skip the releases (see `GLibCallGroup.sawUnansweredCall`), leaving ids
+    /// allocated in its firmware at every stop.
     public func updates() -> AsyncStream<ModemUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ModemUpdate.self, bufferingPolicy: .bufferingNewest(64))
-        let task = Task { [self] in
-            await self.run(continuation)
+        let stop = StopSignal()
+        Task { [self] in
+            await self.run(continuation, stop: stop)
             continuation.finish()
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { _ in stop.fire() }
         return stream
     }
 
-    private func run(_ out: AsyncStream<ModemUpdate>.Continuation) async {
+    private func run(_ out: AsyncStream<ModemUpdate>.Continuation, stop: StopSignal) async {
         if options.read.logger.logLevel <= .debug { GLibLog.route(to: options.read.logger) }
         let (_, prepared) = ModemReader.prepare([port], options: options.read)
         let (spec, quirks) = prepared[0]
@@ -93,11 +98,11 @@ public struct ModemMonitor: Sendable {
             out.yield(ModemUpdate(state: state, cause: cause))
         }
 
-        while !Task.isCancelled {
+        while !stop.fired {
             if attempt > 0 {
                 let delay = options.reopen.delay(attempt: attempt - 1)
                 logger.debug("Reopening modem port", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
-                do { try await Timers.shared.sleep(for: delay) } catch { break }
+                guard await stop.sleep(for: delay) else { break }
             }
             attempt += 1
             let opened = await withDeadline(options.read.readTimeout) { () async -> Result<ModemChannel, Error> in
@@ -121,17 +126,21 @@ public struct ModemMonitor: Sendable {
                 continue
             }
 
+            if stop.fired {  // nobody listens any more: close what was opened, ask nothing
+                await Self.close(channel)
+                break
+            }
             let wasRunning = last != nil
             let readOutcome = await withDeadline(options.read.readTimeout) { await channel.readAll() }
             emit(await channel.state, wasRunning ? .reopened : .initialRead)
-            guard case .finished(true) = readOutcome else {
+            guard case .finished(true) = readOutcome, !stop.fired else {
                 await Self.close(channel)
                 continue
             }
             attempt = 0
-            await watch(channel, emit: emit)
+            await watch(channel, stop: stop, emit: emit)
             await Self.close(channel)
-            if Task.isCancelled { break }
+            if stop.fired { break }
             attempt = 1
         }
     }
@@ -145,9 +154,11 @@ public struct ModemMonitor: Sendable {
     }
 
     /// Subscribes to the channel's indications and polls what they do not cover, until the port is lost or the
-    /// task is cancelled.
-    private func watch(_ channel: ModemChannel, emit: (ModemState, ModemUpdateCause) -> Void) async {
+    /// consumer goes away.
+    private func watch(_ channel: ModemChannel, stop: StopSignal, emit: (ModemState, ModemUpdateCause) -> Void) async {
         let (events, sink) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .unbounded)
+        stop.onFire { sink.finish() }
+        guard !stop.fired else { return }
         let support = await channel.subscribe { sink.yield($0) }
         options.read.logger.debug(
             "Modem indications", metadata: [
@@ -183,5 +194,47 @@ public struct ModemMonitor: Sendable {
             emit(await channel.state, alive ? .indication : .portLost)
             if !alive { return }
         }
+    }
+}
+
+/// The consumer of a monitor went away: the monitor ends at its next step instead of being cancelled mid-request.
+final class StopSignal: Sendable {
+    private let state = Mutex<(fired: Bool, actions: [@Sendable () -> Void], sleeps: [Task<Void, Never>])>((false, [], []))
+
+    var fired: Bool { state.withLock { $0.fired } }
+
+    func fire() {
+        let (actions, sleeps) = state.withLock { s -> ([@Sendable () -> Void], [Task<Void, Never>]) in
+            if s.fired { return ([], []) }
+            s.fired = true
+            defer { (s.actions, s.sleeps) = ([], []) }
+            return (s.actions, s.sleeps)
+        }
+        for a in actions { a() }
+        for t in sleeps { t.cancel() }
+    }
+
+    /// Runs `action` when the signal fires (at once if it has).
+    func onFire(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.fired { return true }
+            s.actions.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    /// Sleeps for `duration`; false when the signal fired first.
+    func sleep(for duration: Duration) async -> Bool {
+        let sleeper = Task<Void, Never> { _ = try? await Timers.shared.sleep(for: duration) }
+        let registered = state.withLock { s -> Bool in
+            if s.fired { return false }
+            s.sleeps.append(sleeper)
+            return true
+        }
+        if !registered { sleeper.cancel() }
+        await sleeper.value
+        state.withLock { s in s.sleeps.removeAll { $0 == sleeper } }
+        return !fired
     }
 }

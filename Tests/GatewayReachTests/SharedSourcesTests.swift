@@ -40,7 +40,7 @@ import Testing
         try ns.ip("route", "add", "default", "via", "10.77.0.1")
 
         let r = try await ns.exec([probe, "sharing", "--instances", "3", "--modem", sim.link + ":qmi"], timeout: 60)
-        try #require(r.status == 0, "\(r.stderr)")
+        try #require(r.status == 0, "exit \(r.status)\n\(r.stdout)\n\(r.stderr)")
         let phases = try Self.phases(r.stdout)
         let baseline = try #require(phases.first { $0.phase == "baseline" }?.holdings)
         let one = try #require(phases.first { $0.phase == "running" && $0.instances == 1 }?.holdings)
