@@ -110,7 +110,7 @@ public actor AgentHub {
             run.mailbox.finish()
             await run.task?.value
         }
-        await stopAPI()
+        await stopAPI(final: true)
     }
 
     private func startSink(_ i: Int) {
@@ -157,14 +157,15 @@ public actor AgentHub {
         api = run
     }
 
-    /// Drains the API sinks, publishes the last state (`stopped`) and stops the outputs (socket removed, hooks let go).
-    private func stopAPI() async {
+    /// Drains the API sinks and stops the outputs (socket removed, hooks let go). `final`: the agent ends, and the
+    /// last state says `stopped`; otherwise (a reload) the last state written stays as it was, running.
+    private func stopAPI(final: Bool) async {
         guard let run = api else { return }
         api = nil
         report.unfollow(run.lines.mailbox)
         for (_, reach) in instances { reach.detach(run.state.wakeup) }
         run.lines.mailbox.finish()
-        run.state.finish()
+        run.state.finish(publishing: final)
         for t in run.tasks { await t.value }
         run.outputs.stop()
     }
@@ -221,7 +222,7 @@ public actor AgentHub {
         guard started, !stopped else { return changed }
         // The API outputs: started again with a changed `api` (their state goes on from the same lines).
         if new.api != old.api {
-            await stopAPI()
+            await stopAPI(final: false)
             startAPI(new)
         } else {
             api?.state.update(refresh: .seconds(new.stateRefreshSeconds))

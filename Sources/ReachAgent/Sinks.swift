@@ -239,7 +239,8 @@ final class StateSink: Sendable {
     private struct State {
         var targets: [Reachability] = []
         var refresh: Duration
-        var stopping = false
+        /// nil while running; at the end, whether the last state (`stopped`) is published.
+        var finishing: Bool?
     }
 
     let wakeup = Wakeup()
@@ -272,9 +273,9 @@ final class StateSink: Sendable {
         wakeup.signal()
     }
 
-    /// Publishes the last state (`stopped`) and ends `run`.
-    func finish() {
-        state.withLock { $0.stopping = true }
+    /// Ends `run`; with `publishing`, after publishing the last state (`stopped`).
+    func finish(publishing: Bool) {
+        state.withLock { $0.finishing = publishing }
         wakeup.signal()
     }
 
@@ -282,9 +283,12 @@ final class StateSink: Sendable {
         var next = clock.now()
         while true {
             await clock.sleep(until: next, orUntil: wakeup)
-            let (stopping, refresh) = state.withLock { ($0.stopping, $0.refresh) }
-            publish(stopped: stopping)
-            if stopping { return }
+            let (finishing, refresh) = state.withLock { ($0.finishing, $0.refresh) }
+            if let finishing {
+                if finishing { publish(stopped: true) }
+                return
+            }
+            publish(stopped: false)
             next = clock.now() + refresh
         }
     }
