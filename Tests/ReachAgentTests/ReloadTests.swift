@@ -8,6 +8,13 @@ import Testing
 /// SIGHUP applies every section of the configuration at once by rebuilding what changed: targets, modems, WiFi,
 /// interface kinds, the textfile and the log level, with no "needs a restart" left. The hub runs over sources the
 /// test drives (whose answers follow the configuration as the real ones do) and a manual clock.
+/// What a test's fakes were handed, in order.
+final class Recorded<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+    func append(_ e: Element) { items.withLock { $0.append(e) } }
+    var all: [Element] { items.withLock { $0 } }
+}
+
 @Suite struct ReloadTests {
     /// The route source as the kernel would answer with the configured interface kinds: ppp0 is PPP unless the
     /// configuration says otherwise.
@@ -51,24 +58,37 @@ import Testing
         let modems = Modems()
         let lines = LineCollector()
         let level = LogLevelSwitch(.info)
+        /// The options each instance's sources were last made with, by target.
+        let built = Recorded<ReachabilityOptions>()
+        /// The API outputs the hub started, in order.
+        let outputs = Recorded<AgentOutputs>()
         let hub: AgentHub
         let dir: String
 
-        init(_ edit: (inout AgentConfig) -> Void = { _ in }) throws {
+        /// - Parameter api: start the state file, Varlink socket and hooks as `reach agent` does.
+        init(api: Bool = false, _ edit: (inout AgentConfig) -> Void = { _ in }) throws {
             dir = try makeTempDir("reach-reload")
             var config = AgentConfig()
             config.modems.ports = []
             config.changes.holdDownSeconds = 0
             config.report.intervalSeconds = 3600
             edit(&config)
-            let (route, wifi, modems) = (route, wifi, modems)
+            let (route, wifi, modems, built, outputs) = (route, wifi, modems, built, outputs)
             let sources = ReachabilitySources(
-                route: { KindsRoute(base: route, kinds: $0.interfaceKinds) },
+                route: { options in
+                    built.append(options)
+                    return KindsRoute(base: route, kinds: options.interfaceKinds)
+                },
                 modems: { options, _, _ in modems.sources(options) },
                 wifi: { _ in wifi })
+            let startAPI: @Sendable (AgentConfig, Timestamp) -> AgentOutputs = { config, started in
+                let o = AgentOutputs.start(config: config, logger: testLogger(), started: started)
+                outputs.append(o)
+                return o
+            }
             hub = AgentHub(
-                config: config, log: nil, prometheus: nil, onLine: lines.handler, clock: clock, wall: wallClock(clock),
-                sources: sources, logLevel: level, logger: testLogger())
+                config: config, log: nil, prometheus: nil, onLine: lines.handler, apiOutputs: api ? startAPI : nil,
+                clock: clock, wall: wallClock(clock), sources: sources, logLevel: level, logger: testLogger())
         }
 
         deinit { try? FileManager.default.removeItem(atPath: dir) }
@@ -157,5 +177,93 @@ import Testing
         try await Task.sleep(for: .milliseconds(50))
         #expect(!FileManager.default.fileExists(atPath: prom), "the removed textfile is not written again")
         await rig.hub.stop(reason: "graceful shutdown")
+    }
+
+    /// The keys that shape the route answer (`uplinks`, `interface_underlays`, `clat`) reach the route source at once:
+    /// the route is asked again with them, no notice needed, and a kept target reports no change for the reload.
+    @Test func routeRulesReachTheRouteSourceAtOnce() async throws {
+        let rig = try Rig()
+        #expect(await rig.started())
+        let asked = rig.route.computations
+        let changed = await rig.reload {
+            $0.uplinks = [UplinkSpec(interface: "ppp0", role: .primary)]
+            $0.interfaceUnderlays = ["tun0": "ppp0"]
+            $0.platPrefix = IPPrefix("2001:db8:64::/96")!
+        }
+        #expect(changed == ["interface_underlays", "clat", "uplinks"])
+        #expect(await eventually { rig.route.computations > asked })
+        let last = try #require(rig.built.all.last)
+        #expect(last.uplinks == [UplinkSpec(interface: "ppp0", role: .primary)])
+        #expect(last.underlays.interfaceUnderlays == ["tun0": "ppp0"])
+        #expect(last.underlays.platPrefix.description == "2001:db8:64::/96")
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(rig.lines.of(.change).isEmpty)
+        await rig.hub.stop(reason: "graceful shutdown")
+    }
+
+    /// One target reports the uplinks' changes (the default one when watched). A reload that removes it hands the
+    /// duty to the target left, which takes the uplinks as they are: the next change of a backup is one line, its.
+    @Test func uplinkChangesMoveToTheTargetLeft() async throws {
+        let rig = try Rig { $0.targets = [.address("192.0.2.10"), .defaultRoute] }
+        await rig.hub.start()
+        rig.route.set(DualWANParts.part())
+        rig.wifi.set([])
+        #expect(await eventually { rig.lines.of(.start).count == 2 })
+        rig.route.set(DualWANParts.part(wwan0Carrier: false))
+        #expect(await eventually { rig.lines.of(.change).count == 1 })
+        #expect(rig.lines.of(.change)[0]["target"]?["kind"] == .string("default"))
+
+        _ = await rig.reload { $0.targets = [.address("192.0.2.10")] }
+        #expect(await eventually { rig.lines.of(.stop).count == 1 })
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(rig.lines.of(.change).count == 1, "taking over the uplinks is not a change")
+        rig.route.set(DualWANParts.part())
+        #expect(await eventually { rig.lines.of(.change).count == 2 })
+        let back = rig.lines.of(.change)[1]
+        #expect(back["target"]?["kind"] == .string("address"))
+        #expect(back["event"]?["uplinks"]?.arrayValue?.map { $0["interface"] } == [.string("wwan0")])
+        #expect(back["event"]?["reason"] == .string("uplink wwan0 reachable again"))
+        await rig.hub.stop(reason: "graceful shutdown")
+        #expect(rig.lines.of(.change).count == 2)
+    }
+
+    /// The state file follows every determination, not only the lines (a signal that moves within its bars), and a
+    /// changed `api` starts the outputs again where it now says: the new state file appears, the old socket goes, and
+    /// the old state file is not marked stopped (the agent runs on). The last state, at the end, says `stopped`.
+    @Test func theStateFollowsEveryDeterminationAndApiReloads() async throws {
+        let base = try makeTempDir("reach-reload-api")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let rig = try Rig(api: true) {
+            $0.api.stateDirectory = base + "/run1"
+            $0.api.hooksDirectory = nil
+        }
+        func state(_ dir: String) -> JSON? {
+            FileManager.default.contents(atPath: base + "/" + dir + "/state.json").flatMap { try? JSON.parse(bytes: [UInt8]($0)) }
+        }
+        func signal(_ s: JSON?) -> JSON? { s?["targets"]?.arrayValue?.first?["wifi"]?.arrayValue?.first?["signal_dbm"] }
+        #expect(await rig.started())
+        #expect(await eventually { signal(state("run1")) == .int(-60) })
+        #expect(state("run1")?["agent"]?["last_seq"] == .int(1))
+        #expect(state("run1")?["sources"]?["wifi"]?["updated"] != nil)
+
+        // -61 dBm: the same bars, so no line; the state shows it all the same.
+        var w = WiFiLink(interface: "wlan1", mode: .station, associated: true)
+        w.signalDBm = -61
+        rig.wifi.set([w])
+        #expect(await eventually { signal(state("run1")) == .int(-61) })
+        #expect(rig.lines.of(.change).isEmpty)
+
+        let changed = await rig.reload { $0.api.stateDirectory = base + "/run2" }
+        #expect(changed == ["api"])
+        #expect(await eventually { signal(state("run2")) == .int(-61) })
+        #expect(rig.outputs.all.count == 2)
+        #expect(!FileManager.default.fileExists(atPath: base + "/run1/" + AgentConfig.API.socketName))
+        #expect(FileManager.default.fileExists(atPath: base + "/run2/" + AgentConfig.API.socketName))
+        #expect(state("run1")?["agent"]?["state"] == .string("running"))
+
+        await rig.hub.stop(reason: "graceful shutdown")
+        #expect(state("run2")?["agent"]?["state"] == .string("stopped"))
+        #expect(state("run2")?["agent"]?["last_seq"] == .int(2))
+        #expect(!FileManager.default.fileExists(atPath: base + "/run2/" + AgentConfig.API.socketName))
     }
 }

@@ -189,6 +189,86 @@ private enum Box {
         #expect(events.first?.snapshot.flags.contains(.isWWAN) == true)
     }
 
+    /// A reload that changes the signal policy (android → strict) grades the same reading again at once: the EG25-G
+    /// at RSRP -110 / RSRQ -12 / SINR 5 is 2 bars on Android's LTE RSRP thresholds and 1 under strict (the worst of
+    /// RSRP, RSRQ and SINR), reported as a bar change without waiting for the modem's next reading. (No bar
+    /// hysteresis here, so that the bars are each profile's own.)
+    @Test func aNewSignalPolicyGradesTheBarsAgainAtOnce() throws {
+        var e = Box.running(holdDown: 0)
+        var s = Box.settings(holdDown: 0)
+        s.policy = ChangePolicy(holdDown: .zero, barHysteresisDB: 0)
+        _ = e.receive(.configure(s), at: Box.at(0.5))
+        var weak = Box.eg25()
+        weak[0].signal = SignalMeasurement(rsrp: -110, rsrq: -12, sinr: 5)
+        let first = e.receive(.modems(source: "/dev/cdc-wdm0", .ok, weak), at: Box.at(1))
+        #expect(first.first?.change?.bars == [BarChange(link: LinkKey(.wwan, "/dev/cdc-wdm0"), from: 4, to: 2)])
+        s.signalPolicy = .strict
+        let events = e.receive(.configure(s), at: Box.at(2))
+        #expect(events.map(\.kind) == [.change])
+        #expect(events[0].snapshot.signalPolicy == .strict)
+        #expect(events[0].change?.bars == [BarChange(link: LinkKey(.wwan, "/dev/cdc-wdm0"), from: 2, to: 1)])
+        let line = ReportLine.json(events[0], seq: 3)
+        #expect(line["wwan"]?.arrayValue?.first?["bars_profile"] == .string("strict"))
+        // The same policy again is no reload of the bars.
+        #expect(e.receive(.configure(s), at: Box.at(3)).isEmpty)
+    }
+
+    /// When each kind of source was last heard from (the agent's state file shows it): wall time, per kind.
+    @Test func eachSourceKindIsHeardWhenItSpeaks() {
+        var e = Box.engine()
+        #expect(e.heard.isEmpty)
+        _ = e.receive(.route(Box.onWiFi), at: Box.at(1))
+        _ = e.receive(.modems(source: "/dev/cdc-wdm0", .ok, Box.eg25()), at: Box.at(2))
+        _ = e.receive(.wifi(.ok, Box.wlan1(-60)), at: Box.at(3))
+        _ = e.receive(.route(Box.onWiFi), at: Box.at(4))
+        #expect(e.heard == ["route": Box.at(4).wall, "wwan": Box.at(2).wall, "wifi": Box.at(3).wall])
+        var off = Box.settings()
+        off.wifiEnabled = false
+        _ = e.receive(.configure(off), at: Box.at(5))
+        #expect(e.heard["wifi"] == nil, "a source switched off is not heard from")
+    }
+
+    /// Two engines on one gateway (the default target and an address): only the one that tracks the uplinks tells
+    /// their changes; handing the duty over (a reload) is not a change, and the next uplink change is the new one's.
+    @Test func oneEngineTellsTheUplinksAndTheDutyMovesWithoutALine() throws {
+        func part(wwan0Carrier: Bool) -> RouteView {
+            let eth0 = LinkState(name: "eth0", index: 2, kind: .ethernet, adminUp: true, carrier: true)
+            let wwan0 = LinkState(name: "wwan0", index: 3, kind: .wwan, adminUp: true, carrier: wwan0Carrier)
+            let routes = [
+                RouteLookup(family: .ipv4, type: .unicast, link: eth0, gateway: "192.0.2.1", metric: 10, table: 254),
+                RouteLookup(family: .ipv4, type: .unicast, link: wwan0, gateway: "198.18.0.1", metric: 20, table: 254),
+            ]
+            var v = RouteView()
+            v.route = routes[0]
+            v.uplinks = Uplink.group(routes: routes, primaryInterface: "eth0")
+            return v
+        }
+        func engine(tracks: Bool) -> MonitorEngine {
+            var s = Box.settings(holdDown: 0)
+            s.modemsEnabled = false
+            s.wifiEnabled = false
+            s.tracksUplinks = tracks
+            var e = MonitorEngine(target: .defaultRoute, settings: s, expecting: [.route], at: .zero)
+            _ = e.receive(.route(part(wwan0Carrier: true)), at: Box.at(0))
+            return e
+        }
+        var reporter = engine(tracks: true), other = engine(tracks: false)
+        let lost = reporter.receive(.route(part(wwan0Carrier: false)), at: Box.at(1))
+        #expect(lost.first?.change?.changed == [.uplinks])
+        #expect(lost.first?.change?.uplinks.map(\.interface) == ["wwan0"])
+        #expect(other.receive(.route(part(wwan0Carrier: false)), at: Box.at(1)).isEmpty)
+
+        var s = other.settings
+        s.tracksUplinks = true
+        #expect(other.receive(.configure(s), at: Box.at(2)).isEmpty, "taking over is no line")
+        let back = other.receive(.route(part(wwan0Carrier: true)), at: Box.at(3))
+        #expect(back.first?.change?.changed == [.uplinks])
+        #expect(back.first?.change?.reason == "uplink wwan0 reachable again")
+        s.tracksUplinks = false
+        #expect(other.receive(.configure(s), at: Box.at(4)).isEmpty)
+        #expect(other.receive(.route(part(wwan0Carrier: false)), at: Box.at(5)).isEmpty, "handed off: no uplink lines")
+    }
+
     @Test func theReportLineOfAnEventKeepsTheSchema() throws {
         var e = Box.running(holdDown: 0)
         let events = e.receive(.wifi(.ok, Box.wlan1(-85)), at: Box.at(5))
