@@ -10,13 +10,17 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     var mode: String
     var seed: UInt64
     var scenario: String
-    var testDescription: String { "\(proto) \(mode) \(seed) (\(scenario))" }
+    /// `modems.access`: `direct` puts our own worker in front of the garbage (what the fuzzing is for); `auto` goes
+    /// through qmi-proxy/mbim-proxy, which then meets it first (a proxy that dies or refuses must not take reach along).
+    var access: String
+    var testDescription: String { "\(proto) \(mode) \(seed) (\(scenario)\(access == "direct" ? "" : ", " + access))" }
 
-    init(_ proto: String, _ mode: String, _ seed: UInt64, scenario: String? = nil) {
+    init(_ proto: String, _ mode: String, _ seed: UInt64, scenario: String? = nil, access: String = "direct") {
         self.proto = proto
         self.mode = mode
         self.seed = seed
         self.scenario = scenario ?? "\(proto)-4g-lte"
+        self.access = access
     }
 
     /// Seeds that once killed `reach` (before modem I/O ran in a worker process: measured with d680fe5's reach and
@@ -46,8 +50,13 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
         }
     }
 
-    static var statusCases: [HostileCase] { regressions + random("garbage") + random("mutate") }
-    static var agentCases: [HostileCase] { regressions + random("garbage") }
+    /// The regressions again, through the proxy (`auto`, the default access).
+    static var throughTheProxy: [HostileCase] {
+        regressions.map { HostileCase($0.proto, $0.mode, $0.seed, scenario: $0.scenario, access: "auto") }
+    }
+
+    static var statusCases: [HostileCase] { regressions + throughTheProxy + random("garbage") + random("mutate") }
+    static var agentCases: [HostileCase] { regressions + throughTheProxy + random("garbage") }
 
     func startSimulator() async throws -> ModemSimulator {
         try await ModemSimulator.start(scenario: scenario, control: false, extra: ["--\(mode)", String(seed)])
@@ -71,7 +80,7 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
         let sim = try await c.startSimulator()
         let r = try await TestSupport.run(
             ["ip", "netns", "exec", ns.name, TestPaths.reach, "status", "--json", "--no-wifi",
-             "--modem", "\(sim.link):\(c.proto)", "--modem-timeout", "1"], timeout: 30)
+             "--modem-access", c.access, "--modem", "\(sim.link):\(c.proto)", "--modem-timeout", "1"], timeout: 30)
         #expect(!r.timedOut)
         #expect(r.status == 0, "exit \(r.status); stderr: \(r.stderr)")
         let json = try #require(try? JSON.parse(r.stdout), "not JSON: \(r.stdout) \(r.stderr)")
@@ -95,7 +104,7 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let sim = try await c.startSimulator()
         let agent = try await EndToEndTests.AgentProcess.start(
-            config: Self.agentConfig(dir: dir, port: sim.link, proto: c.proto), dir: dir, netns: ns.name)
+            config: Self.agentConfig(dir: dir, port: sim.link, proto: c.proto, access: c.access), dir: dir, netns: ns.name)
         // The start line waits for the modem's first answer (at most three timeouts and a second), then a line
         // every 0.25 s.
         let enough = await EndToEndTests.waitFor("lines", timeout: 20) { agent.lines.count >= 8 }
@@ -109,12 +118,12 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
         #expect(lines.last?["event"]?["type"] == .string("stop"))
     }
 
-    static func agentConfig(dir: String, port: String, proto: String) -> String {
+    static func agentConfig(dir: String, port: String, proto: String, access: String = "direct") -> String {
         """
         {"report":{"path":"\(dir)/reach.jsonl","interval_seconds":0.25},
          "changes":{"hold_down_seconds":0},
          "modems":{"ports":[{"path":"\(port)","protocol":"\(proto)"}],"request_timeout_seconds":1,
-                   "poll_interval_seconds":600},
+                   "poll_interval_seconds":600,"access":"\(access)"},
          "wifi":{"enabled":false},"log_level":"warning","api":{"state_directory":null,"hooks_directory":null}}
         """
     }
@@ -141,15 +150,17 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     }
 
     /// The agent whose modem worker is SIGKILLed writes the modem's error, keeps writing route lines, and starts a
-    /// new worker that reads the modem again.
-    @Test func agentOutlivesAKilledWorker() async throws {
+    /// new worker that reads the modem again; directly, and through qmi-proxy (where the proxy the worker started
+    /// must not keep the dead worker's socket open, or the parent would not see it end).
+    @Test(arguments: ["direct", "auto"])
+    func agentOutlivesAKilledWorker(access: String) async throws {
         guard TestSupport.privileged("reach agent in a namespace") else { return }
         let ns = try EndToEndTests.namespace()
         let dir = try makeTempDir("reach-kill")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte", control: false)
         let agent = try await EndToEndTests.AgentProcess.start(
-            config: Self.agentConfig(dir: dir, port: sim.link, proto: "qmi"), dir: dir, netns: ns.name)
+            config: Self.agentConfig(dir: dir, port: sim.link, proto: "qmi", access: access), dir: dir, netns: ns.name)
         func modem(_ line: JSON) -> JSON? { line["wwan"]?.arrayValue?.first }
         try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
             agent.lines.contains { modem($0)?["generation"] == .string("4g") }
