@@ -295,7 +295,33 @@ import Testing
         #expect(await eventually { !SourceRegistry.shared.running.contains { $0.hasSuffix(rig.route.id) } })
     }
 
+    /// `state` and an attached `Wakeup` follow every determination, not only the reported changes: a signal that moves
+    /// within its bars is no change but is the state; the reported view and the sources' last-heard times come along.
+    @Test func theStateFollowsEveryDetermination() async {
+        let rig = Rig()
+        let r = rig.make()
+        let woken = Wakeup()
+        r.attach(woken)
+        r.start()
+        defer { r.stop() }
+        #expect(r.state.reported == nil && r.state.heard.isEmpty)
+        rig.answer()
+        #expect(await eventually { r.state.reported?.status == .wifi })
+        #expect(Set(r.state.heard.keys) == ["route", "wifi"])
+        let changes = r.events()
+        await woken.wait()  // whatever came before
+        rig.wifi.set([rig.link(-61)])
+        await woken.wait()
+        #expect(await eventually { r.state.snapshot.wifi.first?.signalDBm == -61 })
+        #expect(r.state.reported?.bars[LinkKey(.wifi, "wlan1")] == 3)
+        r.stop()
+        var kinds: [ReportEventType] = []
+        for await e in changes { kinds.append(e.kind) }
+        #expect(kinds == [.stop], "no change was reported for -61 dBm")
+    }
+
     @Test func targetsOfTheConvenienceInitializers() {
+
         #expect(Reachability().target == .defaultRoute)
         #expect(Reachability(hostname: "gateway.example").target == .host("gateway.example"))
         #expect(Reachability(hostname: "192.0.2.1").target == .address("192.0.2.1"))
