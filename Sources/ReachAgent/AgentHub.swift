@@ -163,6 +163,7 @@ public actor AgentHub {
         guard let run = api else { return }
         api = nil
         report.unfollow(run.lines.mailbox)
+        report.unobserve(run.state.wakeup)
         for (_, reach) in instances { reach.detach(run.state.wakeup) }
         run.lines.mailbox.finish()
         run.state.finish(publishing: final)

@@ -86,8 +86,9 @@ public final class ReportSink: AgentSink {
         followers.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(mailbox)) }
     }
 
-    /// Signals `wakeup` after every line (the state's `last_seq` moved).
+    /// Signals `wakeup` after every line (the state's `last_seq` moved), until `unobserve`.
     public func observe(_ wakeup: Wakeup) { observers.withLock { $0[ObjectIdentifier(wakeup)] = wakeup } }
+    public func unobserve(_ wakeup: Wakeup) { observers.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(wakeup)) } }
 
     public func run(_ events: Mailbox<MonitorEvent>) async {
         while let delivery = await events.receive() {
