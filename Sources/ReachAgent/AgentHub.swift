@@ -143,7 +143,7 @@ public actor AgentHub {
         guard let apiOutputs else { return }
         let outputs = apiOutputs(config, startedAt)
         let report = self.report
-        outputs.measure { report.timing }
+        outputs.measure(report)
         var run = APIRun(
             outputs: outputs, lines: APILineSink(outputs: outputs, logger: logger),
             state: StateSink(

@@ -38,8 +38,10 @@ public final class AgentOutputs: Sendable {
     public let hooks: HookRunner?
     private let writer: StateWriter?
     private let lastEvents = Mutex<[(Target, JSON)]>([])
-    /// The report sink's hand-over figures, for the counters (set once the outputs are wired to it).
-    private let timing = Mutex<@Sendable () -> ReportSink.Timing>({ ReportSink.Timing() })
+    /// The report sink whose hand-over figures the counters show (set once the outputs are wired to it). A reference,
+    /// not a closure: a function value kept in a Mutex is reabstracted at every `withLock` and written back wrapped
+    /// in one more thunk, a chain that grows with every state written.
+    private let timingSource = Mutex<ReportSink?>(nil)
 
     /// Starts the outputs `config.api` asks for. A socket another agent answers on, or a directory that cannot be
     /// made, turns the state file and the socket off for this run (logged); the report log is never affected.
@@ -82,7 +84,7 @@ public final class AgentOutputs: Sendable {
     }
 
     /// Where the counters' hand-over figures come from (the report sink that feeds these outputs).
-    func measure(_ timing: @escaping @Sendable () -> ReportSink.Timing) { self.timing.withLock { $0 = timing } }
+    func measure(_ report: ReportSink) { timingSource.withLock { $0 = report } }
 
     /// The newest state, for the state file and GetStatus (rendered and written on the writer's thread).
     func post(state: HubState) { writer?.post(state) }
@@ -105,7 +107,7 @@ public final class AgentOutputs: Sendable {
     /// The outputs' counters, for the state's `agent.outputs`.
     func counters() -> JSON {
         var m: [(String, JSON)] = []
-        let t = timing.withLock { $0 }()
+        let t = timingSource.withLock { $0 }?.timing ?? ReportSink.Timing()
         m.append(("line_handoff_cpu_max_ms", .double(Double(t.handoffMaxNanos) / 1e6)))
         m.append(("change_line_delay_max_ms", .double(Double(t.changeDelayMaxNanos) / 1e6)))
         if let w = writer {
