@@ -30,7 +30,9 @@ import Testing
     final class Connection {
         let fd: Int32
         init?(_ path: String) {
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            // Close-on-exec: a child another test spawns meanwhile must not inherit it, or closing it here would not
+            // close the connection (the server would keep counting it).
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             var tv = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
             let ok = ListeningSocket.withAddress(path) { connect(fd, $0, $1) } == 0
