@@ -144,10 +144,12 @@ public actor AgentHub {
         let outputs = apiOutputs(config, startedAt)
         let report = self.report
         outputs.measure(report)
+        let reportEvents = sinks[0].mailbox
         var run = APIRun(
             outputs: outputs, lines: APILineSink(outputs: outputs, logger: logger),
             state: StateSink(
-                refresh: .seconds(config.stateRefreshSeconds), report: report, clock: clock, wall: wall,
+                refresh: .seconds(config.stateRefreshSeconds), report: report,
+                linesPending: { reportEvents.count > 0 || report.isWriting }, clock: clock, wall: wall,
                 onState: { outputs.post(state: $0) }))
         report.follow(run.lines.mailbox)
         let (lines, state) = (run.lines, run.state)

@@ -67,6 +67,8 @@ public final class ReportSink: AgentSink {
     private let followers = Mutex<[ObjectIdentifier: Mailbox<WrittenLine>]>([:])
     private let observers = Mutex<[ObjectIdentifier: Wakeup]>([:])
     private let timingBox = Mutex(Timing())
+    /// An event taken from the mailbox and not yet written (and its observers not yet told).
+    private let writing = Atomic<Bool>(false)
 
     public init(log: ReportLog?, onLine: LineHandler?, capacity: Int = 1024) {
         self.state = Mutex(State(log: log))
@@ -79,6 +81,8 @@ public final class ReportSink: AgentSink {
     /// The log's counters as of the last line (for the textfile; never waits for a write in progress).
     public var logStats: ReportLog.Stats { published.withLock { $0 } }
     public var timing: Timing { timingBox.withLock { $0 } }
+    /// Whether a line is being written now (its observers are told when it is).
+    public var isWriting: Bool { writing.load(ordering: .acquiring) }
 
     /// Hands every line written from now on to `mailbox` too (without waiting: a full mailbox drops its oldest).
     public func follow(_ mailbox: Mailbox<WrittenLine>) { followers.withLock { $0[ObjectIdentifier(mailbox)] = mailbox } }
@@ -92,6 +96,7 @@ public final class ReportSink: AgentSink {
 
     public func run(_ events: Mailbox<MonitorEvent>) async {
         while let delivery = await events.receive() {
+            writing.store(true, ordering: .releasing)
             let e = delivery.element
             let (seq, line) = state.withLock { s -> (UInt64, JSON) in
                 if delivery.droppedBefore > 0 {
@@ -118,6 +123,7 @@ public final class ReportSink: AgentSink {
                 t.handoffMaxNanos = max(t.handoffMaxNanos, handoff)
                 t.changeDelayMaxNanos = max(t.changeDelayMaxNanos, delay)
             }
+            writing.store(false, ordering: .releasing)
             for w in observers.withLock({ Array($0.values) }) { w.signal() }
         }
     }
@@ -234,8 +240,9 @@ final class APILineSink: Sendable {
 /// The state the state file and Varlink's GetStatus show: every target's current determination with the values last
 /// reported, when each source was last heard from, the last `seq`. Published after every determination of any target
 /// (a part a source delivered, a tick, a reload), after every line, and at least every `refresh`; nothing before the
-/// first line (there is no answer yet), and once more, `stopped`, at the end. What it hands over (`onState`) only
-/// stores and pokes: rendering and writing happen on the state writer's thread.
+/// first line (there is no answer yet), and once more, `stopped`, at the end. A determination whose line is on its way
+/// (`linesPending`) is published after that line, with its seq, rather than twice. What it hands over (`onState`)
+/// only stores and pokes: rendering and writing happen on the state writer's thread.
 final class StateSink: Sendable {
     private struct State {
         var targets: [Reachability] = []
@@ -248,15 +255,19 @@ final class StateSink: Sendable {
     private let state: Mutex<State>
     private let report: ReportSink
     private let onState: @Sendable (HubState) -> Void
+    private let linesPending: @Sendable () -> Bool
     private let clock: any MonitorClock
     private let wall: @Sendable () -> Timestamp
 
+    /// - Parameter linesPending: whether the report sink has events it has not written yet (it signals `wakeup`
+    ///   after each line it writes).
     init(
-        refresh: Duration, report: ReportSink, clock: any MonitorClock, wall: @escaping @Sendable () -> Timestamp,
-        onState: @escaping @Sendable (HubState) -> Void
+        refresh: Duration, report: ReportSink, linesPending: @escaping @Sendable () -> Bool, clock: any MonitorClock,
+        wall: @escaping @Sendable () -> Timestamp, onState: @escaping @Sendable (HubState) -> Void
     ) {
         self.state = Mutex(State(refresh: refresh))
         self.report = report
+        self.linesPending = linesPending
         self.clock = clock
         self.wall = wall
         self.onState = onState
@@ -289,6 +300,8 @@ final class StateSink: Sendable {
                 if finishing { publish(stopped: true) }
                 return
             }
+            // A line on its way: its sink wakes this one when the line is written (unless the refresh is due).
+            if linesPending(), clock.now() < next { continue }
             publish(stopped: false)
             next = clock.now() + refresh
         }
