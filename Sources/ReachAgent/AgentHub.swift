@@ -145,15 +145,17 @@ public actor AgentHub {
         let report = self.report
         outputs.measure(report)
         let reportEvents = sinks[0].mailbox
+        let wakeup = Wakeup()
+        let lines = APILineSink(outputs: outputs, handed: wakeup, logger: logger)
         var run = APIRun(
-            outputs: outputs, lines: APILineSink(outputs: outputs, logger: logger),
+            outputs: outputs, lines: lines,
             state: StateSink(
-                refresh: .seconds(config.stateRefreshSeconds), report: report,
-                linesPending: { reportEvents.count > 0 || report.isWriting }, clock: clock, wall: wall,
+                refresh: .seconds(config.stateRefreshSeconds), wakeup: wakeup, report: report,
+                linesPending: { reportEvents.count > 0 || report.isWriting || lines.pending }, clock: clock, wall: wall,
                 onState: { outputs.post(state: $0) }))
         report.follow(run.lines.mailbox)
-        let (lines, state) = (run.lines, run.state)
-        run.tasks = [Task { await lines.run() }, Task { await state.run() }]
+        let state = run.state
+        run.tasks = [Task { await lines.run() }, Task { await state.run() }]  // in this order: see stopAPI
         for (_, reach) in instances { reach.attach(state.wakeup) }
         state.show(instances.map(\.reach))
         api = run
@@ -167,9 +169,11 @@ public actor AgentHub {
         report.unfollow(run.lines.mailbox)
         report.unobserve(run.state.wakeup)
         for (_, reach) in instances { reach.detach(run.state.wakeup) }
+        // The lines first (the last state names each target's last event), then the state.
         run.lines.mailbox.finish()
+        await run.tasks[0].value
         run.state.finish(publishing: final)
-        for t in run.tasks { await t.value }
+        await run.tasks[1].value
         run.outputs.stop()
     }
 

@@ -217,22 +217,33 @@ public final class PrometheusSink: AgentSink {
 final class APILineSink: Sendable {
     let outputs: AgentOutputs
     let mailbox: Mailbox<WrittenLine>
+    /// Signalled after each line is handed over: the state sink's, so that the state after a line shows the
+    /// outputs' counters with that line counted.
+    private let handed: Wakeup
+    private let handling = Atomic<Bool>(false)
     private let logger: Logger
 
-    init(outputs: AgentOutputs, capacity: Int = 1024, logger: Logger) {
+    init(outputs: AgentOutputs, capacity: Int = 1024, handed: Wakeup, logger: Logger) {
         self.outputs = outputs
         self.mailbox = Mailbox(capacity: capacity)
+        self.handed = handed
         self.logger = logger
     }
 
+    /// Whether lines wait here or one is being handed over now.
+    var pending: Bool { mailbox.count > 0 || handling.load(ordering: .acquiring) }
+
     func run() async {
         while let delivery = await mailbox.receive() {
+            handling.store(true, ordering: .releasing)
             if delivery.droppedBefore > 0 {
                 logger.warning(
                     "API outputs fell behind; lines not handed to Varlink subscribers and hooks",
                     metadata: ["lines.dropped": "\(delivery.droppedBefore)"])
             }
             outputs.line(delivery.element)
+            handling.store(false, ordering: .releasing)
+            handed.signal()
         }
     }
 }
@@ -241,7 +252,8 @@ final class APILineSink: Sendable {
 /// reported, when each source was last heard from, the last `seq`. Published after every determination of any target
 /// (a part a source delivered, a tick, a reload), after every line, and at least every `refresh`; nothing before the
 /// first line (there is no answer yet), and once more, `stopped`, at the end. A determination whose line is on its way
-/// (`linesPending`) is published after that line, with its seq, rather than twice. What it hands over (`onState`)
+/// (`linesPending`) is published after that line has reached the API outputs, with its seq and their counters, rather
+/// than twice. What it hands over (`onState`)
 /// only stores and pokes: rendering and writing happen on the state writer's thread.
 final class StateSink: Sendable {
     private struct State {
@@ -251,7 +263,7 @@ final class StateSink: Sendable {
         var finishing: Bool?
     }
 
-    let wakeup = Wakeup()
+    let wakeup: Wakeup
     private let state: Mutex<State>
     private let report: ReportSink
     private let onState: @Sendable (HubState) -> Void
@@ -259,12 +271,16 @@ final class StateSink: Sendable {
     private let clock: any MonitorClock
     private let wall: @Sendable () -> Timestamp
 
-    /// - Parameter linesPending: whether the report sink has events it has not written yet (it signals `wakeup`
-    ///   after each line it writes).
+    /// - Parameters:
+    ///   - wakeup: what the instances, the report sink (after each line) and the API line sink (after handing one
+    ///     over) signal.
+    ///   - linesPending: whether lines are on their way (events the report sink has not written yet, lines the API
+    ///     line sink has not handed over); whoever holds one signals `wakeup` when it is through.
     init(
-        refresh: Duration, report: ReportSink, linesPending: @escaping @Sendable () -> Bool, clock: any MonitorClock,
-        wall: @escaping @Sendable () -> Timestamp, onState: @escaping @Sendable (HubState) -> Void
+        refresh: Duration, wakeup: Wakeup, report: ReportSink, linesPending: @escaping @Sendable () -> Bool,
+        clock: any MonitorClock, wall: @escaping @Sendable () -> Timestamp, onState: @escaping @Sendable (HubState) -> Void
     ) {
+        self.wakeup = wakeup
         self.state = Mutex(State(refresh: refresh))
         self.report = report
         self.linesPending = linesPending

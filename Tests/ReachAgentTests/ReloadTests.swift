@@ -264,6 +264,7 @@ final class Recorded<Element: Sendable>: Sendable {
         await rig.hub.stop(reason: "graceful shutdown")
         #expect(state("run2")?["agent"]?["state"] == .string("stopped"))
         #expect(state("run2")?["agent"]?["last_seq"] == .int(2))
+        #expect(state("run2")?["targets"]?.arrayValue?.first?["last_event"]?["type"] == .string("stop"), "the last state names the stop line")
         #expect(!FileManager.default.fileExists(atPath: base + "/run2/" + AgentConfig.API.socketName))
     }
 }
