@@ -40,7 +40,7 @@ public enum ReportLine {
                     case .medium: from.append(("medium", .string(p.medium.rawValue)))
                     case .wwanStatus: from.append(("wwan_status", .string(p.wwanStatus.name)))
                     case .reachable: from.append(("reachable", .bool(p.reachable)))
-                    case .bars, .uplinks: break
+                    case .bars, .uplinks, .validation: break
                     }
                 }
                 m.append(("from", .object(from)))
@@ -59,6 +59,7 @@ public enum ReportLine {
                     ))
             }
             if !change.uplinks.isEmpty { m.append(("uplinks", .array(change.uplinks.map(\.json)))) }
+            if !change.validation.isEmpty { m.append(("validation", .array(change.validation.map(\.json)))) }
         } else if let reason {
             m.append(("reason", .string(reason)))
         }

@@ -162,6 +162,8 @@ public struct Snapshot: Sendable, Equatable {
     public var uplinks: [Uplink]
     /// Set when the uplinks could not be read (a netlink failure after the main answer was found).
     public var uplinksError: String?
+    /// The validation source's part (`Validation.swift`); nil: validation is off for this answer.
+    public var validation: ValidationPart?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -206,6 +208,7 @@ public struct Snapshot: Sendable, Equatable {
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
         deriveUplinks()
+        deriveValidation()
     }
 }
 
@@ -235,6 +238,7 @@ extension Snapshot {
             ("uplinks", .array(uplinks.map(\.json))),
             ("sources", .object([("wwan", wwanSource.json), ("wifi", wifiSource.json)])),
         ]
+        members.append(contentsOf: validationMembers)
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }
