@@ -63,8 +63,16 @@ public enum Diagnostics {
             signalPolicy: config.signalPolicy, uplinks: config.uplinks)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
-        let snapshot = await GatewayReach.status(request)
+        var snapshot = await GatewayReach.status(request)
+        // The validation probes, once, through each reachable uplink (only when validation is enabled).
+        var rounds: [String: ValidationRound]?
+        if config.validation.enabled {
+            let r = await GatewayReach.rounds(snapshot, probes: config.validation.probes, timeout: config.validation.policy.timeout)
+            snapshot.applyValidation(GatewayReach.part(r))
+            rounds = r
+        }
         var facts = DiagFacts(snapshot: snapshot)
+        facts.validation = rounds
         facts.interfaces = interfaceFacts()
         if let r = snapshot.route, let gw = r.gateway.flatMap(IPAddress.init), let link = r.link {
             do {

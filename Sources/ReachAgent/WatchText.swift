@@ -24,6 +24,10 @@ public enum WatchText {
                         "uplink \(u.interface) \(u.from.map(uplinkState) ?? "-")→\(u.to.map(uplinkState) ?? "gone")"
                     }
                 }
+                if change.changed.contains(.validation) {
+                    changed.removeAll { $0 == "validation" }
+                    changed += change.validation.map { v in "validation \(v.interface) \(v.from?.rawValue ?? "-")→\(v.to.rawValue)" }
+                }
                 text += "  [\(changed.joined(separator: ", "))] \(change.reason)"
             }
             return text

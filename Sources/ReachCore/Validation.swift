@@ -188,7 +188,7 @@ public struct UplinkValidation: Sendable, Equatable {
     public mutating func resume(policy: ValidationPolicy, at now: Duration) {
         guard paused else { return }
         paused = false
-        due = max(now, (lastEnd ?? now) + policy.retryInterval)
+        due = max(now, lastEnd.map { $0 + policy.retryInterval } ?? now)
     }
 
     /// Takes a finished round: the counters, the reported state, and when the next round is due.

@@ -51,6 +51,9 @@ extension Reach {
                 else \(AgentConfig.defaultPath) when it exists) supplies interface kinds, modem ports and the \
                 modem timeout; options override it (a --modem or --wifi given here is read even when the \
                 configuration turns that source off).
+                With --validate, the configured validation probes run once through each reachable uplink, each \
+                within validation.timeout_seconds; without it nothing is sent. Validation never changes the exit \
+                status: see `usable` and `validated`.
                 Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
                 78 bad configuration.
                 """,
@@ -61,6 +64,7 @@ extension Reach {
                 OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
                 OptionSpec("no-wifi", help: "Do not read WiFi state."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default)."),
+                OptionSpec("validate", help: "Also run the configured validation probes (validation.probes) once through each reachable uplink."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file."),
             ])
 
@@ -72,10 +76,12 @@ extension Reach {
         var wifi: String?
         var noWiFi: Bool
         var showIdentifiers: Bool
+        var validate: Bool
         var config: String?
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
+            validate = p.flag("validate")
             targetOptions = try TargetOptions(p)
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
@@ -123,7 +129,16 @@ extension Reach {
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
                 signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks)
-            let snapshot = await GatewayReach.status(request)
+            if validate && cfg.validation.probes.isEmpty {
+                printError("reach status: error: --validate needs probes in the configuration's validation.probes "
+                    + "(reach has no default target)\nSee 'reach status --help'.")
+                return ExitStatus.usage
+            }
+            var snapshot = await GatewayReach.status(request)
+            if validate {
+                snapshot = await GatewayReach.validate(
+                    snapshot, probes: cfg.validation.probes, timeout: cfg.validation.policy.timeout)
+            }
             if json {
                 print(snapshot.json(showIdentifiers: showIdentifiers).serialized())
             } else {
