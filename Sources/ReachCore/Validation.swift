@@ -61,13 +61,19 @@ public struct ProbeOutcome: Sendable, Equatable {
     public var bytesSent: Int
     /// How long it took, when it was sent.
     public var milliseconds: Int?
+    /// The probe asked the uplink's own next hop (an ICMP echo to the gateway): its answer proves the first hop, not
+    /// the way beyond it.
+    public var local = false
 
-    public init(probe: String, result: Result, detail: String, bytesSent: Int = 0, milliseconds: Int? = nil) {
+    public init(
+        probe: String, result: Result, detail: String, bytesSent: Int = 0, milliseconds: Int? = nil, local: Bool = false
+    ) {
         self.probe = probe
         self.result = result
         self.detail = detail
         self.bytesSent = bytesSent
         self.milliseconds = milliseconds
+        self.local = local
     }
 
     /// "dns 9.9.9.9 timed out".
@@ -80,13 +86,16 @@ public struct ValidationRound: Sendable, Equatable {
 
     public init(_ outcomes: [ProbeOutcome]) { self.outcomes = outcomes }
 
-    /// The verdict of the round, nil when every probe was skipped.
+    /// The verdict of the round, nil when every probe was skipped. A gateway that answers while nothing beyond it
+    /// does is a dead upstream (failed), not partial connectivity: only probes past the first hop can make a round
+    /// partial, unless the gateway is all that is probed.
     public var verdict: ValidationState? {
         let judged = outcomes.filter { $0.result != .skipped }
         if judged.isEmpty { return nil }
         if judged.contains(where: { $0.result == .portal }) { return .captivePortal }
         if judged.allSatisfy({ $0.result == .ok }) { return .validated }
-        return judged.contains(where: { $0.result == .ok }) ? .partial : .failed
+        let remote = judged.filter { !$0.local }
+        return (remote.isEmpty ? judged : remote).contains(where: { $0.result == .ok }) ? .partial : .failed
     }
 
     public var bytesSent: Int { outcomes.reduce(0) { $0 + $1.bytesSent } }

@@ -185,7 +185,8 @@ public struct ValidationSubject: Sendable, Equatable {
 /// A probe made concrete for one uplink.
 public enum PlannedProbe: Sendable, Equatable {
     case dns(label: String, server: IPAddress, port: Int, name: String, family: AddressFamily)
-    case icmp(label: String, address: IPAddress)
+    /// `local`: the address is the uplink's own next hop, whose answer proves the first hop only.
+    case icmp(label: String, address: IPAddress, local: Bool)
     /// `resolver`: where the URL's host name is resolved (nil for an address literal); `reuse`: the index of a dns
     /// probe of the same round that asks for this very name, whose answer is used instead of a query of its own.
     case http(label: String, url: HTTPURL, resolver: IPAddress?, resolverPort: Int, reuse: Int?, family: AddressFamily, expect: Int)
@@ -193,7 +194,7 @@ public enum PlannedProbe: Sendable, Equatable {
 
     public var label: String {
         switch self {
-        case let .dns(label, _, _, _, _), let .icmp(label, _), let .http(label, _, _, _, _, _, _): return label
+        case let .dns(label, _, _, _, _), let .icmp(label, _, _), let .http(label, _, _, _, _, _, _): return label
         case let .skipped(o): return o.probe
         }
     }
@@ -272,7 +273,7 @@ public enum ValidationPlan {
                 address = gateway
             }
             if let why = unroutable(address) { return skip(why) }
-            return .icmp(label: "icmp \(address)", address: address)
+            return .icmp(label: "icmp \(address)", address: address, local: address == gateway)
         case let .http(url, expect):
             let label = "http \(url.host)"
             if let a = url.address {

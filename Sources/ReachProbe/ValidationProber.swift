@@ -53,14 +53,16 @@ public enum ValidationProber {
                     server: server, port: port, name: name,
                     type: family == .ipv4 ? DNSMessage.typeA : DNSMessage.typeAAAA, c)
                 answers[i] = report.result == .ok ? .success(report.addresses) : .failure(ProbeFailure(report.detail))
-            case let .icmp(_, address):
+            case let .icmp(_, address, _):
                 report = ICMPProbe.run(address: address, c)
             case let .http(_, url, resolver, resolverPort, reuse, family, expect):
                 report = http(url, resolver: resolver, port: resolverPort, reused: reuse.flatMap { answers[$0] }, family, expect, c)
             }
             let ms = (ContinuousClock.now - start).milliseconds
-            outcomes.append(ProbeOutcome(
-                probe: p.label, result: report.result, detail: report.detail, bytesSent: report.bytesSent, milliseconds: ms))
+            var outcome = ProbeOutcome(
+                probe: p.label, result: report.result, detail: report.detail, bytesSent: report.bytesSent, milliseconds: ms)
+            if case .icmp(_, _, true) = p { outcome.local = true }
+            outcomes.append(outcome)
         }
         return ValidationRound(outcomes)
     }

@@ -165,6 +165,39 @@ import Testing
             "\(text.stdout)")
     }
 
+    /// The privilege the probes need: none. SO_BINDTODEVICE on a socket not yet bound needs no capability since
+    /// Linux 5.7, and ICMP goes through a ping socket where net.ipv4.ping_group_range admits the group. Run as nobody
+    /// with every capability dropped (what the hardened unit's user has, and less): DNS and HTTP validate through the
+    /// bound sockets; ICMP fails with the sysctl named until the range admits nobody's group, then validates.
+    @Test func probesNeedNoPrivilege() async throws {
+        guard TestSupport.privileged("validation: unprivileged probes") else { return }
+        let lab = try await Lab.start()
+        defer { Task { await lab.close() } }
+        // A copy of reach that nobody may run (the build tree may sit under a directory only root can enter).
+        let bin = lab.dir + "/reach"
+        try FileManager.default.copyItem(atPath: TestPaths.reach, toPath: bin)
+        try Self.config([Self.dnsProbe, Self.httpByName, #"{"kind": "icmp", "address": "gateway"}"#])
+            .write(toFile: lab.dir + "/reach.json", atomically: true, encoding: .utf8)
+        for (path, mode) in [(lab.dir, 0o755), (bin, 0o755), (lab.dir + "/reach.json", 0o644)] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        }
+        func validate() async throws -> JSON {
+            let r = try await lab.gw.exec(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                 bin, "status", "--validate", "--json", "--config", lab.dir + "/reach.json"], timeout: 30)
+            #expect(r.status == 0, "\(r.stderr)")
+            return try JSON.parse(r.stdout)
+        }
+        try await TestSupport.sh(["ip", "netns", "exec", lab.gw.name, "sysctl", "-qw", "net.ipv4.ping_group_range=1 0"])
+        var j = try await validate()
+        #expect(j["validation"]?["state"] == .string("partial"))
+        #expect(j["validation"]?["reason"] == .string(
+            "icmp 192.0.2.1 no ICMP socket (socket: Permission denied): net.ipv4.ping_group_range must include group 65534, or reach needs CAP_NET_RAW"))
+        try await TestSupport.sh(["ip", "netns", "exec", lab.gw.name, "sysctl", "-qw", "net.ipv4.ping_group_range=65534 65534"])
+        j = try await validate()
+        #expect(j["validation"]?["state"] == .string("validated"), "\(j["validation"]?.serialized() ?? "")")
+    }
+
     /// The agent and `reach watch`: validated at start; the DNS server stopped → one change line "validation failed"
     /// after down_after rounds while `reachable` stays true; restarted → one line "validated again". The Prometheus
     /// textfile follows.

@@ -151,7 +151,7 @@ import Testing
         var s = Self.eth0(v6: true)
         s.ipv4 = nil
         let plan = ValidationPlan.make([.icmp(address: .gateway)], for: s)
-        #expect(plan[0] == .icmp(label: "icmp fe80::1", address: IPAddress("fe80::1")!))
+        #expect(plan[0] == .icmp(label: "icmp fe80::1", address: IPAddress("fe80::1")!, local: true))
     }
 
     /// Built from a derived uplink of the dual-WAN snapshot.

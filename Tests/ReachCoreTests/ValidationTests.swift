@@ -6,7 +6,7 @@ import Testing
 enum Rounds {
     static let dnsOK = ProbeOutcome(probe: "dns 9.9.9.9", result: .ok, detail: "answered NOERROR", bytesSent: 57)
     static let dnsDead = ProbeOutcome(probe: "dns 9.9.9.9", result: .failed, detail: "timed out", bytesSent: 57)
-    static let icmpOK = ProbeOutcome(probe: "icmp 192.0.2.1", result: .ok, detail: "echo reply in 1 ms", bytesSent: 44)
+    static let icmpOK = ProbeOutcome(probe: "icmp 192.0.2.1", result: .ok, detail: "echo reply in 1 ms", bytesSent: 44, local: true)
     static let icmpSkipped = ProbeOutcome(probe: "icmp gateway", result: .skipped, detail: "no gateway (wwan0 is on-link)")
     static let http204 = ProbeOutcome(probe: "http connectivity.example", result: .ok, detail: "answered 204", bytesSent: 420)
     static let httpDead = ProbeOutcome(probe: "http connectivity.example", result: .failed, detail: "timed out", bytesSent: 120)
@@ -16,7 +16,9 @@ enum Rounds {
     static let good = ValidationRound([dnsOK, icmpOK, http204])
     /// A dead upstream behind a live link: the gateway answers, nothing beyond it does.
     static let deadUpstream = ValidationRound([dnsDead, icmpOK, httpDead])
-    static let allDead = ValidationRound([dnsDead, ProbeOutcome(probe: "icmp 192.0.2.1", result: .failed, detail: "no echo reply"), httpDead])
+    static let allDead = ValidationRound([
+        dnsDead, ProbeOutcome(probe: "icmp 192.0.2.1", result: .failed, detail: "no echo reply", local: true), httpDead,
+    ])
     static let portal = ValidationRound([dnsOK, icmpOK, http302])
 }
 
@@ -30,7 +32,10 @@ private let noJitter = 0.5
     /// Android's three outcomes and NetworkManager's NONE, from one round's probes.
     @Test(arguments: [
         (Rounds.good, ValidationState.validated),
-        (Rounds.deadUpstream, .partial),  // the gateway answers, DNS and HTTP do not
+        (Rounds.deadUpstream, .failed),  // the gateway answers, nothing beyond it does: a dead upstream
+        (ValidationRound([Rounds.icmpOK]), .validated),  // only the gateway probed
+        (ValidationRound([Rounds.dnsOK, ProbeOutcome(probe: "icmp 192.0.2.1", result: .failed, detail: "no echo reply", local: true)]),
+         .partial),  // a gateway that drops pings while the internet answers
         (Rounds.allDead, .failed),
         (Rounds.portal, .captivePortal),  // a redirect wins over everything else
         (ValidationRound([Rounds.dnsOK, Rounds.httpDead]), .partial),  // DNS fine, HTTP failing
@@ -80,10 +85,10 @@ private let noJitter = 0.5
             // (round ends at, state after, failures, next round due)
             (31, .validated, 1, 36),  // suspect: confirmed 5 s later
             (36, .validated, 2, 41),
-            (41, .partial, 3, 71),  // down: the interval again, then backing off
-            (71, .partial, 4, 131),  // 60 s
-            (131, .partial, 5, 251),  // 120 s: the cap
-            (251, .partial, 6, 371),
+            (41, .failed, 3, 71),  // down: the interval again, then backing off
+            (71, .failed, 4, 131),  // 60 s
+            (131, .failed, 5, 251),  // 120 s: the cap
+            (251, .failed, 6, 371),
         ]
         for (end, state, failures, due) in steps {
             do { let started = v.begin(); #expect(started) }
