@@ -84,7 +84,7 @@ public struct AgentAssembly {
         if wifiSource != nil { expecting.insert("wifi") }
         if config.validation.enabled { expecting.insert("validation") }
         // The first lines wait for every source's first answer, but never longer than one modem's whole first read
-        // (three request timeouts, ModemReadOptions.readTimeout) plus a second.
+        // (three request timeouts, ModemReadOptions.readTimeout) plus a second…
         var grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
         // ...and, with validation on, never shorter than one round (each probe, and an http name lookup, one timeout).
         if config.validation.enabled {

@@ -172,3 +172,33 @@ extension AgentTests.Rig {
         }
     }
 }
+
+/// Validation's gauges in the textfile: only with validation on; validated 1/0 with no sample while unknown.
+@Suite struct ValidationPrometheusTests {
+    static func input(_ part: ValidationPart?) -> MetricsInput {
+        var s = DualWANParts.snapshot(DualWANParts.part(), modems: [])
+        s.applyValidation(part)
+        return MetricsInput(targets: [.init(snapshot: s, view: nil, changes: 0, lastChange: nil)], log: ReportLog.Stats())
+    }
+
+    @Test func gaugesPerUplink() {
+        let text = PrometheusText.render(Self.input(ValidationPart(uplinks: [
+            "eth0": ValidationReading(state: .failed, failures: 3, reason: "dns 9.9.9.9 timed out ×3", bytesSent: 1650),
+            "wwan0": ValidationReading(state: nil, failures: 1, bytesSent: 550),
+        ])))
+        #expect(text.contains("# TYPE reach_uplink_validated gauge\n"))
+        #expect(text.contains("reach_uplink_validated{interface=\"eth0\",kind=\"ethernet\"} 0\n"))
+        #expect(!text.contains("reach_uplink_validated{interface=\"wwan0\""))  // unknown: no sample
+        #expect(text.contains("reach_uplink_usable{interface=\"eth0\",kind=\"ethernet\"} 0\n"))
+        #expect(text.contains("reach_uplink_usable{interface=\"wwan0\",kind=\"wwan\"} 0\n"))
+        #expect(text.contains("# TYPE reach_validation_probe_bytes_total counter\n"))
+        #expect(text.contains("reach_validation_probe_bytes_total{interface=\"eth0\"} 1650\n"))
+        #expect(text.contains("reach_validation_probe_bytes_total{interface=\"wwan0\"} 550\n"))
+    }
+
+    @Test func nothingWhenOff() {
+        let text = PrometheusText.render(Self.input(nil))
+        #expect(!text.contains("validat"))
+        #expect(!text.contains("reach_uplink_usable"))
+    }
+}

@@ -136,6 +136,7 @@ import Testing
         (ValidationServer.HTTPMode.status(302), "captive_portal", String?("http probe.test redirected (302) to http://portal.test/login")),
         (.status(200), "captive_portal", "http probe.test answered 200 with a 33-byte page instead of 204"),
         (.status(503), "partial", "http probe.test answered 503"),
+        (.garbage, "partial", "http probe.test not an HTTP response"),
         (.status(204), "validated", nil),
     ])
     func httpOutcomes(mode: ValidationServer.HTTPMode, state: String, reason: String?) async throws {
@@ -163,6 +164,25 @@ import Testing
         #expect(text.stdout.hasPrefix(
             "reachable over ethernet via eth0 (gateway 192.0.2.1) · partial connectivity: http probe.test connection refused\n"),
             "\(text.stdout)")
+    }
+
+    /// `--validate` with no probes configured is a usage error (reach has no default target); a bad probe is a
+    /// configuration error naming its key. Neither sends anything.
+    @Test func validateNeedsConfiguredProbesAndBadOnesNameTheirKey() async throws {
+        let dir = try makeTempDir("reach-validation-usage")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "{}".write(toFile: dir + "/empty.json", atomically: true, encoding: .utf8)
+        let none = try await TestSupport.run([TestPaths.reach, "status", "--validate", "--no-modems", "--no-wifi", "--config", dir + "/empty.json"])
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("--validate needs probes in the configuration's validation.probes"), "\(none.stderr)")
+        #expect(none.stdout.isEmpty)
+        try #"{"validation": {"enabled": true, "probes": [{"kind": "http", "url": "https://connectivity.test/"}]}}"#
+            .write(toFile: dir + "/bad.json", atomically: true, encoding: .utf8)
+        let bad = try await TestSupport.run([TestPaths.reach, "status", "--validate", "--config", dir + "/bad.json"])
+        #expect(bad.status == 78)
+        #expect(bad.stderr.contains("validation.probes[0].url: https is not supported"), "\(bad.stderr)")
+        let agent = try await TestSupport.run([TestPaths.reach, "agent", "--check-config", "--config", dir + "/bad.json"])
+        #expect(agent.status == 78)
     }
 
     /// The privilege the probes need: none. SO_BINDTODEVICE on a socket not yet bound needs no capability since

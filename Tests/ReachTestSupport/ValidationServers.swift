@@ -14,7 +14,8 @@ public final class ValidationServer: @unchecked Sendable {
 
     /// How the HTTP server answers each request: with this status (302 carries a Location, 200 a login page), or never
     /// (it reads the request and keeps the connection open: a server that is there but silent).
-    public enum HTTPMode: Sendable { case status(Int), silent }
+    /// `garbage`: a few hundred bytes that are not HTTP.
+    public enum HTTPMode: Sendable { case status(Int), silent, garbage }
 
     /// A DNS responder on UDP `address`:53 in `ns`.
     public static func dns(in ns: Namespace, address: String, _ mode: DNSMode) async throws -> ValidationServer {
@@ -32,6 +33,7 @@ public final class ValidationServer: @unchecked Sendable {
         switch mode {
         case let .status(s): arg = String(s)
         case .silent: arg = "silent"
+        case .garbage: arg = "garbage"
         }
         return try await start(["http", address, arg], in: ns)
     }
@@ -106,6 +108,13 @@ public final class ValidationServer: @unchecked Sendable {
                 print("r %d %.3f" % (len(data), time.monotonic()))
                 if mode == "silent":
                     held.append(c)
+                    continue
+                if mode == "garbage":
+                    try:
+                        c.sendall(bytes(range(256)) * 2)
+                    except OSError:
+                        pass
+                    c.close()
                     continue
                 body = b""
                 head = "HTTP/1.1 %s\r\n" % {"204": "204 No Content", "302": "302 Found", "200": "200 OK"}.get(mode, mode + " Error")
