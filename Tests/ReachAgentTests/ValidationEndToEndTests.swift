@@ -67,13 +67,16 @@ import Testing
             isp2?.delete()
         }
 
-        /// IP bytes isp1 received from the gateway so far: up0's byte counter less 14 bytes of Ethernet header a frame.
-        func bytesFromGateway() throws -> Int {
+        /// IP bytes and packets isp1 received from the gateway so far: up0's counters, less 14 bytes of Ethernet header
+        /// a frame.
+        func fromGateway() throws -> (bytes: Int, packets: Int) {
             let r = try TestSupport.sh(["ip", "netns", "exec", isp1.name, "cat", "/sys/class/net/up0/statistics/rx_bytes",
                                         "/sys/class/net/up0/statistics/rx_packets"])
             let n = r.split(separator: "\n").compactMap { Int($0) }
-            return n[0] - 14 * n[1]
+            return (n[0] - 14 * n[1], n[1])
         }
+
+        func bytesFromGateway() throws -> Int { try fromGateway().bytes }
     }
 
     static let dnsProbe = #"{"kind": "dns", "server": "203.0.113.53", "name": "probe.test"}"#
@@ -329,5 +332,36 @@ import Testing
         // the only bytes reach did not count.
         #expect(reported <= measured + 8, "reported \(reported) > measured \(measured)")
         #expect(measured - reported <= 300 + 4 * 28, "reported \(reported), measured \(measured)")
+    }
+
+    /// Nothing listens at all (every probe fails at once: port unreachable, connection refused): failing fast must not
+    /// mean probing fast. Over 12 s at interval 2 s, retry 1 s, down_after 3, max 4 s the schedule allows about six
+    /// rounds of two packets (a DNS query, a SYN); the peer's counter must show no more than that bound, and reach's
+    /// byte count must match it.
+    @Test func probeRateStaysBoundedWhenNothingListens() async throws {
+        guard TestSupport.privileged("validation: rate with instant failures") else { return }
+        let lab = try await Lab.start(dns: nil, http: nil)
+        defer { Task { await lab.close() } }
+        let before = try lab.fromGateway()
+        let config = Self.config(
+            [Self.dnsProbe, #"{"kind": "http", "url": "http://203.0.113.80/generate_204"}"#],
+            extra: #", "report": {"path": "\#(lab.dir)/reach.jsonl"}"#,
+            validation: #", "interval_seconds": 2, "retry_interval_seconds": 1, "down_after": 3, "max_interval_seconds": 4"#)
+        let agent = try await EndToEndTests.AgentProcess.start(config: config, dir: lab.dir, netns: lab.gw.name)
+        try await Task.sleep(for: .seconds(12))
+        let (status, log) = await agent.stop()
+        #expect(status == 0, "\(log)")
+        let after = try lab.fromGateway()
+        let packets = after.packets - before.packets
+        let bytes = after.bytes - before.bytes
+        // Rounds at 0, 1, 2 (down), 4, 8 and 12 s at most (start-up takes some of the 12 s): 6 rounds × 2 packets, with
+        // a round of slack and a few ARP frames.
+        #expect(packets <= 2 * 7 + 4, "\(packets) packets in 12 s")
+        let stop = try #require(agent.events("stop").last)
+        let reported = Int(try #require(stop["validation"]?["bytes_sent"]?.intValue))
+        print("nothing listening: \(packets) packets, \(bytes) IP bytes from the gateway in 12 s; reach counted \(reported)")
+        #expect(stop["validation"]?["state"] == .string("failed"))
+        #expect(stop["validation"]?["reason"]?.stringValue?.contains("dns 203.0.113.53 port 53 unreachable") == true)
+        #expect(reported <= bytes + 8 && bytes - reported <= 120 + 4 * 28, "reported \(reported), measured \(bytes)")
     }
 }
