@@ -196,12 +196,14 @@ import Testing
         guard TestSupport.privileged("validation: unprivileged probes") else { return }
         let lab = try await Lab.start()
         defer { Task { await lab.close() } }
-        // A copy of reach that nobody may run (the build tree may sit under a directory only root can enter).
+        // A copy of reach that nobody may run (the build tree may sit under a directory only root can enter), made by
+        // install(1): a copy written by this process could leave a writable descriptor to it in a child another test
+        // spawns meanwhile, and exec would then fail with ETXTBSY.
         let bin = lab.dir + "/reach"
-        try FileManager.default.copyItem(atPath: TestPaths.reach, toPath: bin)
+        try await TestSupport.sh(["install", "-m", "755", TestPaths.reach, bin])
         try Self.config([Self.dnsProbe, Self.httpByName, #"{"kind": "icmp", "address": "gateway"}"#])
             .write(toFile: lab.dir + "/reach.json", atomically: true, encoding: .utf8)
-        for (path, mode) in [(lab.dir, 0o755), (bin, 0o755), (lab.dir + "/reach.json", 0o644)] {
+        for (path, mode) in [(lab.dir, 0o755), (lab.dir + "/reach.json", 0o644)] {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         }
         func validate() async throws -> JSON {
