@@ -45,9 +45,11 @@ let package = Package(
                 "ReachCore", "ReachFiles", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
+        // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
+        .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachFiles"]),
 
         // The embeddable API.
-        .target(name: "GatewayReach", dependencies: ["ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi"]),
+        .target(name: "GatewayReach", dependencies: ["ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe"]),
 
         // Agent: monitors, reporters, diagnostics, config.
         .target(

@@ -49,7 +49,8 @@ public struct AgentAssembly {
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         onState: StateHandler? = nil, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        modemWorker: ModemWorkerLaunch? = nil, reloadOnSIGHUP: Bool, logger: Logger
+        modemWorker: ModemWorkerLaunch? = nil, validationRunner: ValidationRoundRunner? = nil,
+        validationRandom: (@Sendable () -> Double)? = nil, reloadOnSIGHUP: Bool, logger: Logger
     ) {
         let routeSource =
             route
@@ -85,9 +86,17 @@ public struct AgentAssembly {
         var expecting: Set<String> = ["route"]
         for m in modemSources { expecting.insert("modem:" + m.name) }
         if wifiSource != nil { expecting.insert("wifi") }
+        if config.validation.enabled { expecting.insert("validation") }
         // The first lines wait for every source's first answer, but never longer than one modem's whole first read
-        // (three request timeouts, ModemReadOptions.readTimeout) plus a second.
-        let grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
+        // (three request timeouts, ModemReadOptions.readTimeout) plus a second…
+        var grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
+        // ...and, with validation on, never shorter than one round (each probe, and an http name lookup, one timeout).
+        if config.validation.enabled {
+            let steps = config.validation.probes.count + config.validation.probes.filter {
+                if case let .http(url, _) = $0 { return url.address == nil } else { return false }
+            }.count
+            grace = max(grace, config.validation.policy.timeout * steps + .seconds(1))
+        }
         let hub = StatusHub(
             config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
             onState: onState, clock: clock, wall: wall, logger: logger)
@@ -112,6 +121,13 @@ public struct AgentAssembly {
         }
         if let wifiSource {
             services.append(.init(service: WiFiService(source: wifiSource, hub: hub, clock: clock, logger: logger)))
+        }
+        if config.validation.enabled {
+            services.append(
+                .init(
+                    service: ValidationService(
+                        hub: hub, settings: config.validation, clock: clock, wall: wall,
+                        random: validationRandom ?? { .random(in: 0..<1) }, runner: validationRunner, logger: logger)))
         }
         self.services = services
     }

@@ -43,6 +43,9 @@ public actor StatusHub {
     private var modemsEnabled: Bool
     private var wifiPart: (SourceHealth, [WiFiLink])?
     private var wifiEnabled: Bool
+    /// The validation source's part (`ValidationService`); nil until its first answer.
+    private var validationPart: ValidationPart?
+    private var validationEnabled: Bool
     /// Sources whose first value is awaited before the first line ("route", "modem:NAME", "wifi").
     private var expecting: Set<String>
     private var started = false
@@ -68,6 +71,8 @@ public actor StatusHub {
     private let logger: Logger
     /// Signalled whenever the next deadline may have moved earlier.
     public nonisolated let wakeup = Wakeup()
+    /// Signalled whenever the parts changed: the validation source looks at the uplinks again.
+    public nonisolated let validationWakeup = Wakeup()
 
     /// - Parameters:
     ///   - expecting: the sources to hear from before the first ("start") lines; after `startupGrace` they are written
@@ -85,6 +90,7 @@ public actor StatusHub {
         }
         self.modemsEnabled = config.modems.enabled
         self.wifiEnabled = config.wifi.enabled
+        self.validationEnabled = config.validation.enabled
         self.expecting = expecting
         self.interval = .seconds(config.report.intervalSeconds)
         self.log = log
@@ -126,6 +132,19 @@ public actor StatusHub {
         heardAt["wifi"] = wall()
         heard("wifi")
         update()
+    }
+
+    public func setValidation(_ part: ValidationPart) {
+        validationPart = part
+        heard("validation")
+        update()
+    }
+
+    /// The uplinks as the target that reports uplinks sees them now (derived: reachable or not), for the validation
+    /// source; nil until the route has been read.
+    public func validationUplinks() -> [Uplink]? {
+        guard let i = UplinkChangeTracker.reportingTarget(targets.map(\.target)), targets[i].route != nil else { return nil }
+        return snapshot(i).uplinks
     }
 
     private func heard(_ source: String) {
@@ -199,6 +218,7 @@ public actor StatusHub {
         if new.interfaceUnderlays != config.interfaceUnderlays { needRestart.append("interface_underlays") }
         if new.platPrefix != config.platPrefix { needRestart.append("clat") }
         if new.uplinks != config.uplinks { needRestart.append("uplinks") }
+        if new.validation != config.validation { needRestart.append("validation") }
         if new.logLevel != config.logLevel { needRestart.append("log_level") }
         if new.api != config.api { needRestart.append("api") }
         if (new.prometheusTextfile == nil) != (config.prometheusTextfile == nil) { needRestart.append("prometheus.textfile") }
@@ -221,6 +241,7 @@ public actor StatusHub {
 
     private func update() {
         guard !stopped else { return }
+        if validationEnabled { validationWakeup.signal() }
         if !started {
             if expecting.isEmpty { start() }
             wakeup.signal()
@@ -323,6 +344,8 @@ public actor StatusHub {
         } else {
             s.wifiSource = SourceHealth(available: false, reason: "disabled in the configuration")
         }
+        // Validation on: pending (an empty part) until the source's first answer.
+        if validationEnabled { s.validation = validationPart ?? ValidationPart() }
         s.derive()
         return s
     }
