@@ -49,12 +49,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
+        // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
+        .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachFiles"]),
 
         // The embeddable API.
         .target(
             name: "GatewayReach",
             dependencies: [
-                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachTime",
+                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 

@@ -3,6 +3,7 @@
 
 import Glibc
 @_exported import ReachModem
+@_exported import ReachProbe
 @_exported import ReachRoutes
 @_exported import ReachWiFi
 

@@ -80,6 +80,10 @@ public struct ReachabilityOptions: Sendable, Equatable {
     public var reportInterval: Duration?
     /// Changes each `updates` stream and `notify` hold for a subscriber that is behind (the newest are kept).
     public var subscriberBuffer = 64
+    /// Validation (opt-in, off by default: it sends packets to the servers its probes name): rounds of `probes`
+    /// through each reachable uplink on their schedule, the readings in every snapshot (`validated`, `usable`) and their
+    /// changes reported by the instance that reports the uplinks. Instances with equal settings share one source.
+    public var validation = AgentConfig.Validation()
 
     public init() {}
 
@@ -87,9 +91,22 @@ public struct ReachabilityOptions: Sendable, Equatable {
 
     var monitorSettings: MonitorSettings {
         MonitorSettings(
-            policy: changePolicy, startupGrace: startupGrace ?? modems.requestTimeout * 3 + .seconds(1),
-            reportInterval: reportInterval, modemsEnabled: modems.enabled, wifiEnabled: wifi.enabled,
-            allowWWAN: allowWWAN, signalPolicy: signalPolicy, tracksUplinks: reportsUplinks)
+            policy: changePolicy, startupGrace: startupGrace ?? defaultGrace, reportInterval: reportInterval,
+            modemsEnabled: modems.enabled, wifiEnabled: wifi.enabled, allowWWAN: allowWWAN, signalPolicy: signalPolicy,
+            tracksUplinks: reportsUplinks, validationEnabled: validation.enabled)
+    }
+
+    /// One modem's whole first read (three request timeouts) plus a second; with validation on, never shorter than
+    /// one round (each probe, and the name lookup of an http probe whose host is a name, one timeout each).
+    var defaultGrace: Duration {
+        var grace = modems.requestTimeout * 3 + .seconds(1)
+        if validation.enabled {
+            let steps = validation.probes.count + validation.probes.filter {
+                if case let .http(url, _) = $0 { return url.address == nil } else { return false }
+            }.count
+            grace = max(grace, validation.policy.timeout * steps + .seconds(1))
+        }
+        return grace
     }
 
     /// The modems' monitor options (what a production modem source opens its sessions with); the logger is the
@@ -104,18 +121,31 @@ public struct ReachabilityOptions: Sendable, Equatable {
 /// Where a `Reachability`'s parts come from. `system` is the kernel (rtnetlink), the modems (QMI/MBIM) and nl80211;
 /// tests and other backends supply their own.
 public struct ReachabilitySources: Sendable {
+    public typealias ValidationFactory =
+        @Sendable (ReachabilityOptions, any MonitorClock, @escaping @Sendable () -> Timestamp, Logger) -> (any ValidationSource)?
+
     public var route: @Sendable (ReachabilityOptions) -> any RouteSource
     public var modems: @Sendable (ReachabilityOptions, any MonitorClock, Logger) -> [any ModemSource]
     public var wifi: @Sendable (ReachabilityOptions) -> (any WiFiSource)?
+    /// Asked only when `options.validation.enabled`.
+    public var validation: ValidationFactory
 
+    /// - Parameter validation: default: the configured probes (`ProbeValidationSource`).
     public init(
         route: @escaping @Sendable (ReachabilityOptions) -> any RouteSource,
         modems: @escaping @Sendable (ReachabilityOptions, any MonitorClock, Logger) -> [any ModemSource],
-        wifi: @escaping @Sendable (ReachabilityOptions) -> (any WiFiSource)?
+        wifi: @escaping @Sendable (ReachabilityOptions) -> (any WiFiSource)?,
+        validation: @escaping ValidationFactory = ReachabilitySources.probes
     ) {
         self.route = route
         self.modems = modems
         self.wifi = wifi
+        self.validation = validation
+    }
+
+    /// The configured probes through sockets bound to each uplink.
+    public static let probes: ValidationFactory = { options, clock, wall, logger in
+        ProbeValidationSource(settings: options.validation, clock: clock, wall: wall, logger: logger)
     }
 
     public static let system = ReachabilitySources(
@@ -171,6 +201,9 @@ public final class Reachability: Sendable {
         var routeKey: RouteFeedKey?
         var modemIDs: [String: String] = [:]
         var wifiKey: String?
+        /// The validation source's id and the board it probes the uplinks of, while one runs.
+        var validationKey: String?
+        var board: UplinkBoard?
         /// The current feed of each key ("route", "modem:NAME", "wifi"): a replaced feed's late values are ignored.
         var feeds: [String: Int] = [:]
         var nextFeed = 0
@@ -189,13 +222,15 @@ public final class Reachability: Sendable {
         let route: any RouteSource
         let modems: [any ModemSource]
         let wifi: (any WiFiSource)?
+        let validation: (any ValidationSource)?
     }
 
     private func build(_ options: ReachabilityOptions) -> Built {
         Built(
             options: options, route: sources.route(options),
             modems: options.modems.enabled ? sources.modems(options, clock, logger) : [],
-            wifi: options.wifi.enabled ? sources.wifi(options) : nil)
+            wifi: options.wifi.enabled ? sources.wifi(options) : nil,
+            validation: options.validation.enabled ? sources.validation(options, clock, wall, logger) : nil)
     }
 
     private struct Core {
@@ -379,12 +414,14 @@ public final class Reachability: Sendable {
             var expecting: Set<MonitorSource> = [.route]
             for m in built.modems { expecting.insert(.modem(m.name)) }
             if built.wifi != nil { expecting.insert(.wifi) }
+            if built.validation != nil { expecting.insert(.validation) }
             var run = Run(
                 id: c.runs, engine: MonitorEngine(target: target, settings: settings, expecting: expecting, at: clock.now()),
                 notifyBox: Mailbox(capacity: built.options.subscriberBuffer))
             startRouteFeed(&run, built.route, built.options)
             for m in built.modems { startModemFeed(&run, m) }
             if let wifi = built.wifi { startWiFiFeed(&run, wifi, interfaces: built.options.wifi.interfaces) }
+            if let validation = built.validation { startValidationFeed(&run, validation) }
             run.tasks["timer"] = timerTask(run.id, run.wakeup)
             run.tasks["notify"] = notifyTask(run.notifyBox)
             c.run = run
@@ -468,10 +505,17 @@ public final class Reachability: Sendable {
             if let feed, c.run!.feeds[feed.key] != feed.token { return }
             let events = c.run!.engine.receive(input, at: now())
             keepLatest(c.run!.engine)
+            offerUplinks(c.run!)
             publish(events, &c)
             for w in c.observers.values { w.signal() }
             c.run!.wakeup.signal()
         }
+    }
+
+    /// The uplinks as this instance derives them, for its validation source (once the route has been read).
+    private func offerUplinks(_ run: Run) {
+        guard let board = run.board, run.engine.heard["route"] != nil, let s = run.engine.latest else { return }
+        board.offer(s.uplinks)
     }
 
     /// The engine's latest determination, reported view and heard times, for the properties.
@@ -587,6 +631,24 @@ public final class Reachability: Sendable {
         }
     }
 
+    /// Validation: this instance offers its uplinks to the source's board (shared by every instance of that source)
+    /// and takes the parts it publishes.
+    private func startValidationFeed(_ run: inout Run, _ source: any ValidationSource) {
+        let id = run.id
+        let board = source.board()
+        run.validationKey = source.id
+        run.board = board
+        let updates = source.sharedUpdates(board: board)
+        let feed = ("validation", run.newFeed("validation"))
+        run.tasks["validation"]?.cancel()
+        run.tasks["validation"] = Task { [weak self] in
+            for await part in updates { self?.deliver(.validation(part), run: id, feed: feed) }
+            // Ended (stopped, or replaced by a reconfiguration): this instance no longer uses the board.
+            UplinkBoards.shared.release(source.id)
+        }
+        offerUplinks(run)
+    }
+
     /// What a route feed was started with: a reconfiguration that changes any of it starts the feed again (the
     /// route asked anew with the new rules, a host resolved anew).
     private struct RouteFeedKey: Equatable {
@@ -650,6 +712,17 @@ public final class Reachability: Sendable {
                 if let wifi = built.wifi {
                     run.engine.expect(.wifi)
                     startWiFiFeed(&run, wifi, interfaces: new.wifi.interfaces)
+                }
+            }
+
+            if built.validation?.id != run.validationKey {
+                if let t = run.tasks.removeValue(forKey: "validation") { stale.append(t) }
+                run.validationKey = nil
+                run.board = nil
+                run.feeds["validation"] = nil
+                if let validation = built.validation {
+                    run.engine.expect(.validation)
+                    startValidationFeed(&run, validation)
                 }
             }
             keepLatest(run.engine)

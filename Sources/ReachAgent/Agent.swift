@@ -48,19 +48,29 @@ public struct AgentAssembly {
     ///   - modemWorker: how a production modem source starts its worker process while `modems.worker` is true (nil:
     ///     in this process); see `ModemReadOptions.worker`.
     ///   - resolveTimeout: how long one lookup of a host target may take.
+    ///   - validationRunner / validationRandom: validation's rounds and its schedule's jitter (tests script them; nil:
+    ///     the real probes and the system generator).
     ///   - logLevel: what a reload's `log_level` changes.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         api: Bool = false, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3), reloadOnSIGHUP: Bool,
-        logLevel: LogLevelSwitch? = nil, logger: Logger
+        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3),
+        validationRunner: ValidationRoundRunner? = nil, validationRandom: (@Sendable () -> Double)? = nil,
+        reloadOnSIGHUP: Bool, logLevel: LogLevelSwitch? = nil, logger: Logger
     ) {
         let system = ReachabilitySources.system
+        // Every target's instance asks for the validation source: one scope for this agent's, so that they share it.
+        let scope = "agent:\(UInt64.random(in: 0...UInt64.max))"
+        let validation: ReachabilitySources.ValidationFactory = { options, clock, wall, logger in
+            ProbeValidationSource(
+                settings: options.validation, clock: clock, wall: wall, runner: validationRunner, random: validationRandom,
+                scope: scope, logger: logger)
+        }
         let sources = ReachabilitySources(
             route: { options in route ?? system.route(options) },
             modems: { options, clock, logger in modems ?? system.modems(options, clock, logger) },
-            wifi: { options in wifi ?? system.wifi(options) })
+            wifi: { options in wifi ?? system.wifi(options) }, validation: validation)
         let startAPI: @Sendable (AgentConfig, Timestamp) -> AgentOutputs = { config, started in
             AgentOutputs.start(config: config, logger: logger, started: started)
         }

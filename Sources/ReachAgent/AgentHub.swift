@@ -198,6 +198,7 @@ public actor AgentHub {
         if new.interfaceUnderlays != old.interfaceUnderlays { changed.append("interface_underlays") }
         if new.platPrefix != old.platPrefix { changed.append("clat") }
         if new.uplinks != old.uplinks { changed.append("uplinks") }
+        if new.validation != old.validation { changed.append("validation") }
         if new.probe != old.probe { changed.append("probe") }
         if new.prometheusTextfile != old.prometheusTextfile { changed.append("prometheus") }
         if new.logLevel != old.logLevel { changed.append("log_level") }
@@ -275,6 +276,7 @@ extension ReachabilityOptions {
         underlays = config.underlayConfig
         uplinks = config.uplinks
         signalPolicy = config.signalPolicy
+        validation = config.validation
         let policy = config.changePolicy
         holdDown = policy.holdDown
         barHysteresisDB = policy.barHysteresisDB

@@ -69,6 +69,8 @@ public struct DiagFacts: Sendable {
     public var dnsError: String?
     /// The configured probe and its result; nil when no probe is configured.
     public var probe: (AgentConfig.Probe, ProbeResult)?
+    /// One validation round per reachable uplink, by interface; nil when validation is not enabled.
+    public var validation: [String: ValidationRound]?
 
     public init(snapshot: Snapshot) {
         self.snapshot = snapshot
@@ -103,6 +105,7 @@ public enum DiagChecks {
         checks += uplinks(f)
         checks.append(dns(f))
         checks.append(probe(f))
+        checks += validation(f)
         return checks
     }
 

@@ -78,9 +78,17 @@ public enum Diagnostics {
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let direct = direct ?? (showIdentifiers ? "--show-identifiers: the agent publishes no identifiers" : nil)
-        let (snapshot, readings, agentState) = await AgentClient.status(
+        var (snapshot, readings, agentState) = await AgentClient.status(
             request, socketPath: config.api.socketPath, direct: direct ?? (config.api.socketPath == nil ? "api.state_directory is null" : nil))
+        // The validation probes, once, through each reachable uplink (only when validation is enabled).
+        var rounds: [String: ValidationRound]?
+        if config.validation.enabled {
+            let r = await GatewayReach.rounds(snapshot, probes: config.validation.probes, timeout: config.validation.policy.timeout)
+            snapshot.applyValidation(GatewayReach.part(r))
+            rounds = r
+        }
         var facts = DiagFacts(snapshot: snapshot)
+        facts.validation = rounds
         facts.interfaces = interfaceFacts()
         if let r = snapshot.route, let gw = r.gateway.flatMap(IPAddress.init), let link = r.link {
             do {

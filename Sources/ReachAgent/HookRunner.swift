@@ -303,9 +303,10 @@ public final class HookRunner: Sendable {
         var pid: pid_t = 0
         var rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
         // ETXTBSY: the file is still open for writing somewhere (being installed, or its writer's descriptor inherited
-        // by a child another thread started before it was closed); that passes within milliseconds.
-        for attempt in 1...5 where rc == ETXTBSY {
-            usleep(UInt32(attempt) * 10_000)
+        // by a child another thread started before it was closed); that passes within milliseconds, or within a second
+        // on a loaded machine: retried for up to 1.1 s in all.
+        for attempt in 1...10 where rc == ETXTBSY {
+            usleep(UInt32(attempt) * 20_000)
             rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
         }
         close(input[0])

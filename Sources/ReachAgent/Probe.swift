@@ -31,21 +31,7 @@ public enum Probe {
     }
 
     static func sockaddr(_ a: IPAddress, port: Int) -> (storage: sockaddr_storage, length: socklen_t) {
-        var ss = sockaddr_storage()
-        if a.family == .ipv4 {
-            var sin = sockaddr_in()
-            sin.sin_family = sa_family_t(AF_INET)
-            sin.sin_port = UInt16(port).bigEndian
-            withUnsafeMutableBytes(of: &sin.sin_addr) { $0.copyBytes(from: a.bytes) }
-            withUnsafeMutableBytes(of: &ss) { $0.storeBytes(of: sin, as: sockaddr_in.self) }
-            return (ss, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-        var sin6 = sockaddr_in6()
-        sin6.sin6_family = sa_family_t(AF_INET6)
-        sin6.sin6_port = UInt16(port).bigEndian
-        withUnsafeMutableBytes(of: &sin6.sin6_addr) { $0.copyBytes(from: a.bytes) }
-        withUnsafeMutableBytes(of: &ss) { $0.storeBytes(of: sin6, as: sockaddr_in6.self) }
-        return (ss, socklen_t(MemoryLayout<sockaddr_in6>.size))
+        SocketAddress.make(a, port: port)
     }
 
     /// Waits for `events` on `fd` up to `timeoutMs`, retrying EINTR. The corresponding C function is `poll`.
@@ -107,27 +93,5 @@ public enum Probe {
             default: return .failure(SystemError("DNS answer with rcode \(rcode)", errno: EPROTO))
             }
         }
-    }
-}
-
-/// The few DNS message bytes the probe needs (RFC 1035 §4.1), pure.
-public enum DNSMessage {
-    public static func query(id: UInt16, name: String) -> [UInt8] {
-        var m: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xFF), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]  // RD, QDCOUNT 1
-        let labels = name.split(separator: ".").filter { !$0.isEmpty }
-        for l in labels {
-            let bytes = Array(l.utf8.prefix(63))
-            m.append(UInt8(bytes.count))
-            m += bytes
-        }
-        m.append(0)
-        m += [0, labels.isEmpty ? 2 : 1, 0, 1]  // QTYPE NS for the root, A otherwise; QCLASS IN
-        return m
-    }
-
-    /// The RCODE of a response to `id`, or nil when the bytes are not a response with that id.
-    public static func responseCode(_ m: [UInt8], id: UInt16) -> Int? {
-        guard m.count >= 12, UInt16(m[0]) << 8 | UInt16(m[1]) == id, m[2] & 0x80 != 0 else { return nil }
-        return Int(m[3] & 0x0F)
     }
 }

@@ -172,6 +172,25 @@ public enum PrometheusText {
                 sample("reach_uplink_bars", labels(u), Double(view?.bars[LinkKey(.wifi, w.interface)] ?? w.bars))
             }
         }
+        validation(uplinks, labels: labels, family: family, sample: sample)
+    }
+
+    /// Validation's gauges (only with validation on): validated 1/0 (no sample while unknown), usable, and the bytes
+    /// the probes sent through each uplink.
+    static func validation(
+        _ uplinks: [Uplink], labels: (Uplink) -> [(String, String)], family: (String, String, String) -> Void,
+        sample: (String, [(String, String)], Double) -> Void
+    ) {
+        let judged = uplinks.filter(\.validationEnabled)
+        guard !judged.isEmpty else { return }
+        family("reach_uplink_validated", "gauge", "1 when the uplink's probes validated it, 0 when they did not (no sample while unknown).")
+        for u in judged { if let v = u.validated { sample("reach_uplink_validated", labels(u), v ? 1 : 0) } }
+        family("reach_uplink_usable", "gauge", "1 when the uplink is reachable and validated.")
+        for u in judged { sample("reach_uplink_usable", labels(u), u.usable ? 1 : 0) }
+        family("reach_validation_probe_bytes_total", "counter", "IP bytes the validation probes sent through the uplink.")
+        for u in judged {
+            sample("reach_validation_probe_bytes_total", [("interface", u.interface)], Double(u.validation?.bytesSent ?? 0))
+        }
     }
 
     /// Integral values without a fraction ("3", not "3.0"); others in Swift's shortest round-trip form.

@@ -82,9 +82,10 @@ extension Snapshot {
     ///   `YYReachabilityStatusFromFlags` does; `medium` still says `wwan`.
     /// - Parameter signalPolicy: how the modems' bars are graded (the configuration's `signal`); the snapshot carries
     ///   it into its JSON (`bars`, `bars_profile`) and the change detector's bar hysteresis.
+    /// - Parameter validation: the validation part when validation is on (empty while no round has ended); nil: off.
     public static func assemble(
         target: Target, time: Timestamp, route: RouteView?, modems: SourcePart<ModemState>, wifi: SourcePart<WiFiLink>,
-        allowWWAN: Bool? = nil, signalPolicy: SignalPolicy = .android
+        allowWWAN: Bool? = nil, signalPolicy: SignalPolicy = .android, validation: ValidationPart? = nil
     ) -> Snapshot {
         var s = Snapshot(time: time, target: target, signalPolicy: signalPolicy)
         if let route {
@@ -96,6 +97,7 @@ extension Snapshot {
         s.wwan = modems.values
         s.wifiSource = wifi.health
         s.wifi = wifi.values
+        s.validation = validation
         s.derive()
         if allowWWAN == false, s.status == .wwan {
             s.status = ReachabilityStatus(flags: s.flags, allowWWAN: false)

@@ -41,6 +41,8 @@ public enum ChangeField: String, Sendable, CaseIterable, Comparable {
     case reachable, underlay, bars
     /// Some uplink's reachability or primary changed (`UplinkChange.swift`).
     case uplinks
+    /// Some uplink's validation state changed (`ValidationChange.swift`).
+    case validation
 
     public static func < (a: ChangeField, b: ChangeField) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -77,6 +79,8 @@ public struct ReportedView: Sendable, Equatable {
     public var underlay: String?
     /// Each uplink's reported reachability and primary, by interface.
     public var uplinks: [String: UplinkView]
+    /// Each uplink's reported validation state, by interface (only uplinks with a verdict).
+    public var validation: [String: ValidationState] = [:]
 
     public init(
         status: ReachabilityStatus, medium: Medium, wwanStatus: Generation, reachable: Bool, bars: [LinkKey: Int],
@@ -111,6 +115,8 @@ public struct ChangeEvent: Sendable, Equatable {
     public var reason: String
     /// The uplinks whose reported view changed (on the initial event: every uplink, appearing).
     public var uplinks: [UplinkChange] = []
+    /// The uplinks whose validation state changed.
+    public var validation: [ValidationChange] = []
 }
 
 /// The change detector of one target. A value type: copy it, table-test it.
@@ -185,10 +191,11 @@ public struct ChangeDetector: Sendable {
     public mutating func observe(_ snapshot: Snapshot, at now: Duration) -> ChangeEvent? {
         latest = snapshot
         guard view != nil else {
-            let v = ReportedView(
+            var v = ReportedView(
                 status: snapshot.status, medium: snapshot.medium, wwanStatus: snapshot.wwanStatus,
                 reachable: snapshot.reachable, bars: Self.rawBars(snapshot),
                 uplinks: uplinkViews(snapshot), underlay: snapshot.underlayNames)
+            if tracksUplinks { v.validation = ValidationChangeTracker.evaluate(reported: [:], snapshot).views }
             view = v
             reportedSnapshot = snapshot
             return ChangeEvent(
@@ -280,15 +287,23 @@ public struct ChangeDetector: Sendable {
             changed.append(.uplinks)
         }
 
-        guard !changed.isEmpty else { return nil }
+        let (newValidation, validationChanges) =
+            tracksUplinks ? ValidationChangeTracker.evaluate(reported: v.validation, s) : (v.validation, [])
+        v.validation = newValidation  // also when an uplink was only forgotten (gone: no line)
+        if !validationChanges.isEmpty { changed.append(.validation) }
+
+        guard !changed.isEmpty else {
+            view?.validation = newValidation
+            return nil
+        }
         view = v
         let reason = ChangeReason.describe(
             from: reportedSnapshot, to: s, changed: changed, bars: barChanges, previous: before, current: v,
-            uplinks: uplinkChanges)
+            uplinks: uplinkChanges, validation: validationChanges)
         reportedSnapshot = s
         return ChangeEvent(
             initial: false, changed: changed, bars: barChanges, previous: before, current: v, reason: reason,
-            uplinks: uplinkChanges)
+            uplinks: uplinkChanges, validation: validationChanges)
     }
 
     /// Loss of reachability in YY terms: any status to none, and anything to unknown (the route could no longer be
@@ -351,11 +366,13 @@ public enum ChangeReason {
     /// before the last reported one, so its transition is named from the views when the snapshots do not show it.
     public static func describe(
         from old: Snapshot?, to new: Snapshot, changed: [ChangeField], bars: [BarChange],
-        previous: ReportedView? = nil, current: ReportedView? = nil, uplinks: [UplinkChange] = []
+        previous: ReportedView? = nil, current: ReportedView? = nil, uplinks: [UplinkChange] = [],
+        validation: [ValidationChange] = []
     ) -> String {
         var parts: [String] = []
         if let r = routeReason(old?.route, new.route, error: new.error, oldError: old?.error) { parts.append(r) }
         parts.append(contentsOf: uplinkReasons(uplinks, new))
+        parts.append(contentsOf: validationReasons(validation, new))
         let oldModems = Dictionary((old?.wwan ?? []).map { ($0.device, $0) }, uniquingKeysWith: { a, _ in a })
         for m in new.wwan {
             parts.append(contentsOf: modemReasons(oldModems[m.device], m))

@@ -41,7 +41,7 @@ public enum ReportLine {
                     case .wwanStatus: from.append(("wwan_status", .string(p.wwanStatus.name)))
                     case .reachable: from.append(("reachable", .bool(p.reachable)))
                     case .underlay: from.append(("underlay", .optional(p.underlay)))
-                    case .bars, .uplinks: break
+                    case .bars, .uplinks, .validation: break
                     }
                 }
                 m.append(("from", .object(from)))
@@ -60,6 +60,7 @@ public enum ReportLine {
                     ))
             }
             if !change.uplinks.isEmpty { m.append(("uplinks", .array(change.uplinks.map(\.json)))) }
+            if !change.validation.isEmpty { m.append(("validation", .array(change.validation.map(\.json)))) }
         } else if let reason {
             m.append(("reason", .string(reason)))
         }

@@ -143,6 +143,8 @@ public struct AgentConfig: Sendable, Equatable {
     /// are the interfaces holding a default route, as the kernel's tables show them.
     public var uplinks: [UplinkSpec] = []
     public var probe: Probe?
+    /// Validated uplinks: opt-in probes through each uplink (`ValidationConfig.swift`); off by default.
+    public var validation = Validation()
     /// Path of a Prometheus textfile (node_exporter's textfile collector), or nil for none.
     public var prometheusTextfile: String?
     public var logLevel: LogLevel = .info
@@ -319,6 +321,7 @@ extension AgentConfig {
             if let v = o.value("probe"), !v.isNull {
                 c.probe = r.probe(v, at: o.path("probe"))
             }
+            o.optionalObject("validation") { v in r.validation(v, into: &c.validation) }
             o.optionalObject("prometheus") { p in
                 if let v = p.value("textfile"), !v.isNull {
                     p.filePath("textfile", suffix: ".prom", because: "node_exporter reads only *.prom", orNull: true) {
@@ -350,7 +353,7 @@ extension AgentConfig {
 }
 
 /// Walks a JSON tree collecting problems; each `ObjectReader` rejects the keys nobody asked for.
-private final class ConfigReader {
+final class ConfigReader {
     var problems: [ConfigError.Problem] = []
 
     func problem(_ key: String, _ message: String) {
@@ -597,7 +600,7 @@ private final class ConfigReader {
     }
 }
 
-private final class ObjectReader {
+final class ObjectReader {
     let reader: ConfigReader
     let base: String
     let members: [(String, JSON)]
@@ -813,6 +816,7 @@ extension AgentConfig {
         } else {
             members.append(("probe", .null))
         }
+        members.append(("validation", validation.json))
         members.append(("prometheus", .object([("textfile", .optional(prometheusTextfile))])))
         members.append(("diag", .object([("report_lines", .int(diagReportLines))])))
         members.append((

@@ -27,12 +27,15 @@ public enum MonitorSource: Hashable, Sendable, CustomStringConvertible {
     /// One modem source, by its name (a control port, or "discovery").
     case modem(String)
     case wifi
+    /// The validation rounds (only when validation is on).
+    case validation
 
     public var description: String {
         switch self {
         case .route: return "route"
         case let .modem(name): return "modem:" + name
         case .wifi: return "wifi"
+        case .validation: return "validation"
         }
     }
 }
@@ -47,6 +50,8 @@ public enum MonitorInput: Sendable, Equatable {
     case modemSourceRemoved(String)
     /// The WiFi source's latest answer.
     case wifi(SourceHealth, [WiFiLink])
+    /// The validation source's latest part (every uplink's reading).
+    case validation(ValidationPart)
     /// Time has passed: the grace, a hold-down or the report interval may have ended.
     case tick
     /// New settings (a reconfiguration); the reported view and any hold in progress are kept.
@@ -68,14 +73,16 @@ public struct MonitorSettings: Sendable, Equatable {
     public var allowWWAN: Bool?
     /// How the modems' bars are graded: every snapshot carries it (`bars`, `bars_profile`, the bar hysteresis).
     public var signalPolicy: SignalPolicy
-    /// Whether this engine reports the uplinks' changes (`ChangeDetector.tracksUplinks`): when several engines watch
-    /// one gateway, one of them does (`UplinkChangeTracker.reportingTarget`).
+    /// Whether this engine reports the uplinks' changes (`ChangeDetector.tracksUplinks`), their validation's
+    /// included: when several engines watch one gateway, one of them does (`UplinkChangeTracker.reportingTarget`).
     public var tracksUplinks: Bool
+    /// Whether validation is on: the snapshot then carries its part (pending, empty, until the first one).
+    public var validationEnabled: Bool
 
     public init(
         policy: ChangePolicy = .standard, startupGrace: Duration = .seconds(16), reportInterval: Duration? = nil,
         modemsEnabled: Bool = true, wifiEnabled: Bool = true, allowWWAN: Bool? = nil, signalPolicy: SignalPolicy = .android,
-        tracksUplinks: Bool = true
+        tracksUplinks: Bool = true, validationEnabled: Bool = false
     ) {
         self.policy = policy
         self.startupGrace = startupGrace
@@ -85,6 +92,7 @@ public struct MonitorSettings: Sendable, Equatable {
         self.allowWWAN = allowWWAN
         self.signalPolicy = signalPolicy
         self.tracksUplinks = tracksUplinks
+        self.validationEnabled = validationEnabled
     }
 }
 
@@ -143,6 +151,7 @@ public struct MonitorEngine: Sendable {
     private var modemOrder: [String] = []
     private var modemParts: [String: (SourceHealth, [ModemState])] = [:]
     private var wifiPart: (SourceHealth, [WiFiLink])?
+    private var validationPart: ValidationPart?
     private var nextPeriodic: Duration?
 
     /// - Parameters:
@@ -190,6 +199,9 @@ public struct MonitorEngine: Sendable {
             wifiPart = (health, links)
             expecting.remove(.wifi)
             heard["wifi"] = time.wall
+        case let .validation(part):
+            validationPart = part
+            expecting.remove(.validation)
         case .tick:
             return tick(time)
         case let .configure(new):
@@ -225,7 +237,8 @@ public struct MonitorEngine: Sendable {
             target: target, time: time.wall, route: route,
             modems: settings.modemsEnabled ? .merging(modemOrder.compactMap { modemParts[$0] }) : .disabled,
             wifi: settings.wifiEnabled ? (wifiPart.map { .read($0.0, $0.1) } ?? .pending) : .disabled,
-            allowWWAN: settings.allowWWAN, signalPolicy: settings.signalPolicy)
+            allowWWAN: settings.allowWWAN, signalPolicy: settings.signalPolicy,
+            validation: settings.validationEnabled ? (validationPart ?? ValidationPart()) : nil)
     }
 
     private mutating func start(_ time: MonitorTime) -> [MonitorEvent] {
@@ -285,8 +298,13 @@ public struct MonitorEngine: Sendable {
         }
         if !new.modemsEnabled { heard["wwan"] = nil }
         if !new.wifiEnabled { heard["wifi"] = nil }
+        if !new.validationEnabled {
+            validationPart = nil
+            expecting.remove(.validation)
+        }
         guard new.modemsEnabled != old.modemsEnabled || new.wifiEnabled != old.wifiEnabled
             || new.allowWWAN != old.allowWWAN || new.signalPolicy != old.signalPolicy
+            || new.validationEnabled != old.validationEnabled
         else { return [] }
         // A source switched on or off, or bars graded anew, change the snapshot itself: at once, not at the next part.
         return partsChanged(time)

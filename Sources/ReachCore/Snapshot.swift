@@ -190,6 +190,8 @@ public struct Snapshot: Sendable, Equatable {
     public var routeCandidates: [RouteLookup]
     /// What the modem behind the route says (`WWANPath`); nil when the route does not leave through a modem.
     public var modemCheck: ModemCheck?
+    /// The validation source's part (`Validation.swift`); nil: validation is off for this answer.
+    public var validation: ValidationPart?
 
     public init(time: Timestamp, target: Target, signalPolicy: SignalPolicy = .android) {
         self.time = time
@@ -267,6 +269,7 @@ public struct Snapshot: Sendable, Equatable {
         medium = reachable ? Medium(route: route, flags: flags) : .none
         wwanStatus = (chosen.carrier ?? wwan.first(where: { $0.registration.isRegistered }))?.generation ?? .none
         deriveUplinks()
+        deriveValidation()
     }
 
     /// The modem whose netdev carries `route`: the lowest link of its chain that a modem carries
@@ -303,6 +306,7 @@ extension Snapshot {
             ("sources", .object([("wwan", wwanSourceJSON), ("wifi", wifiSource.json)])),
         ]
         members.insert(("modem_check", modemCheck.map(\.json) ?? .null), at: 10)
+        members.append(contentsOf: validationMembers)
         if let supportsIPv4 { members.insert(("supports_ipv4", .bool(supportsIPv4)), at: 10) }
         if let supportsIPv6 { members.insert(("supports_ipv6", .bool(supportsIPv6)), at: supportsIPv4 == nil ? 10 : 11) }
         if let error { members.append(("error", .string(error))) }

@@ -24,7 +24,7 @@ public enum SnapshotText {
                 line += r.gateway.map { " (gateway \($0))" } ?? " (on-link)"
             }
         }
-        return line
+        return line + validationSuffix(s)
     }
 
     static func notReachableReason(_ s: Snapshot) -> String {

@@ -78,6 +78,9 @@ public struct Uplink: Sendable, Equatable {
     public var wifi: WiFiLink?
     /// How the modem's bars are computed: the snapshot's policy.
     public var signalPolicy: SignalPolicy = .android
+    /// Validation (`Validation.swift`): on for this snapshot, and this uplink's reading (nil: no round yet).
+    public var validationEnabled = false
+    public var validation: ValidationReading?
 
     public init(
         interface: String, link: LinkState?, routes: [RouteLookup], role: UplinkRole? = nil, configIndex: Int? = nil,
@@ -313,6 +316,7 @@ extension Uplink {
         } else {
             members.append(("wifi", .null))
         }
+        members.append(contentsOf: validationMembers)
         return .object(members)
     }
 }
@@ -339,6 +343,7 @@ extension SnapshotText {
             if let m = r.metric { parts.append("metric \(m)") }
         }
         if let tables = u.tablesText { parts.append(tables) }
+        if !u.validationText.isEmpty { parts.append(String(u.validationText.dropFirst(3))) }
         if let m = u.modem {
             let b = bars ?? m.bars(u.signalPolicy)
             parts.append((m.generation == .none ? "no service" : m.generation.name.uppercased()) + " \(barGlyphs(b)) \(b)/4")

@@ -17,13 +17,19 @@ import Testing
         let agent: AgentAssembly
         let group: ServiceGroup
 
-        init(holdDown: Double = 5, interval: Double = 60, hysteresis: Double = 3) {
+        /// `validation` with `prober`: validation on, its rounds scripted (ValidationAgentTests).
+        init(
+            holdDown: Double = 5, interval: Double = 60, hysteresis: Double = 3, validation: AgentConfig.Validation? = nil,
+            prober: FakeProber? = nil
+        ) {
             var config = AgentConfig()
             config.report.intervalSeconds = interval
             config.changes.holdDownSeconds = holdDown
             config.changes.barHysteresisDB = hysteresis
             config.modems.enabled = false
-            (agent, group) = testAgent(config, clock: clock, route: route, lines: lines, wifi: wifi)
+            if let validation { config.validation = validation }
+            (agent, group) = testAgent(
+                config, clock: clock, route: route, lines: lines, wifi: wifi, validationRunner: prober?.runner)
         }
 
         func wifiLink(_ dBm: Int) -> [WiFiLink] {

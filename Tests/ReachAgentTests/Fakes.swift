@@ -24,12 +24,15 @@ final class LineCollector: Sendable {
 }
 
 /// An agent on the test's sources and clock (no modems, no log files), and the service group that runs it.
+/// `validationRunner`: the validation rounds in place of the probes (no jitter then).
 func testAgent(
-    _ config: AgentConfig, clock: ManualClock, route: FakeRouteSource, lines: LineCollector, wifi: FakeWiFiSource? = nil
+    _ config: AgentConfig, clock: ManualClock, route: FakeRouteSource, lines: LineCollector, wifi: FakeWiFiSource? = nil,
+    validationRunner: ValidationRoundRunner? = nil
 ) -> (AgentAssembly, ServiceGroup) {
     let agent = AgentAssembly(
         config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
-        wall: wallClock(clock), route: route, modems: [], wifi: wifi, reloadOnSIGHUP: false, logger: testLogger())
+        wall: wallClock(clock), route: route, modems: [], wifi: wifi, validationRunner: validationRunner,
+        validationRandom: { 0.5 }, reloadOnSIGHUP: false, logger: testLogger())
     return (agent, ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger())))
 }
 

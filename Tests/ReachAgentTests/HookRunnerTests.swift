@@ -20,8 +20,7 @@ import Testing
 
     static func script(_ dir: String, _ name: String, _ body: String, mode: Int = 0o755) throws {
         let path = dir + "/" + name
-        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: false, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        try TestSupport.writeExecutable(path, "#!/bin/sh\n" + body + "\n", mode: mode_t(mode))
     }
 
     static func waitIdle(_ r: HookRunner, timeout: Double = 20) async -> Bool {

@@ -91,7 +91,8 @@ import Testing
         let j = s.json()
         let keys = j.objectValue!.map(\.0)
         #expect(keys == ["schema", "time", "target", "status", "medium", "wwan_status", "reachable", "flags", "flags_raw",
-                         "route", "supports_ipv4", "supports_ipv6", "modem_check", "wwan", "wifi", "uplinks", "sources"])
+                         "route", "supports_ipv4", "supports_ipv6", "modem_check", "wwan", "wifi", "uplinks", "sources",
+                         "usable", "validated", "validation"])
         #expect(j["time"] == .string("2023-11-14T22:13:20.005Z"))
         #expect(j["wwan_status"] == .string("5g"))
         #expect(j["flags_raw"] == .int(Int64(ReachabilityFlags([.reachable, .isDirect, .isWWAN]).rawValue)))

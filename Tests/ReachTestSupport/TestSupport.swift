@@ -137,3 +137,23 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
         thread.start()
     }
 }
+
+extension TestSupport {
+    /// Writes a file that a test will execute (a hook, a script) through a close-on-exec descriptor. Foundation's
+    /// `write(toFile:)` opens without O_CLOEXEC: a child another test spawns while the file is being written would keep a
+    /// writable descriptor to it for its whole life (the long-running servers of the validation tests do), and every
+    /// exec of the file would then fail with ETXTBSY.
+    public static func writeExecutable(_ path: String, _ contents: String, mode: mode_t = 0o755) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw TestFailure("open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(contents.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw TestFailure("write \(path): \(String(cString: strerror(errno)))") }
+            done += n
+        }
+        guard fchmod(fd, mode) == 0 else { throw TestFailure("fchmod \(path): \(String(cString: strerror(errno)))") }
+    }
+}

@@ -69,6 +69,9 @@ extension Reach {
                 When an agent runs (its socket in api.state_directory answers), the modem and WiFi readings are \
                 taken from it and no modem is opened; the route is still resolved here. --direct reads everything \
                 here; so do --modem, --wifi and --show-identifiers, and a stale or dead agent (the output says why).
+                With --validate, the configured validation probes run once through each reachable uplink, each \
+                within validation.timeout_seconds; without it nothing is sent. Validation never changes the exit \
+                status: see `usable` and `validated`.
                 Exit status: 0 reachable, 1 not reachable, 64 bad usage, 69 the route could not be determined, \
                 78 bad configuration.
                 """,
@@ -81,6 +84,7 @@ extension Reach {
                 OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
                 OptionSpec("no-wifi", help: "Do not read WiFi state."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default)."),
+                OptionSpec("validate", help: "Also run the configured validation probes (validation.probes) once through each reachable uplink."),
                 OptionSpec("config", .value("FILE"), help: "The configuration file."),
             ])
 
@@ -93,12 +97,14 @@ extension Reach {
         var wifi: String?
         var noWiFi: Bool
         var showIdentifiers: Bool
+        var validate: Bool
         var config: String?
         var direct: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
             direct = p.flag("direct")
+            validate = p.flag("validate")
             targetOptions = try TargetOptions(p)
             noModems = p.flag("no-modems")
             noWiFi = p.flag("no-wifi")
@@ -150,8 +156,17 @@ extension Reach {
                 resolveTimeout: .seconds(targetOptions.resolveTimeout),
                 interfaceOverrides: cfg.interfaceKinds,
                 signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks, underlays: cfg.underlayConfig)
-            let (snapshot, readings, _) = await AgentClient.status(
+            if validate && cfg.validation.probes.isEmpty {
+                printError("reach status: error: --validate needs probes in the configuration's validation.probes "
+                    + "(reach has no default target)\nSee 'reach status --help'.")
+                return ExitStatus.usage
+            }
+            var (snapshot, readings, _) = await AgentClient.status(
                 request, socketPath: cfg.api.socketPath, direct: directReason(request, cfg))
+            if validate {
+                snapshot = await GatewayReach.validate(
+                    snapshot, probes: cfg.validation.probes, timeout: cfg.validation.policy.timeout)
+            }
             if json {
                 var out = snapshot.json(showIdentifiers: showIdentifiers)
                 if case var .object(m) = out {
