@@ -204,6 +204,39 @@ final class FakeProber: Sendable {
     }
 }
 
+/// SIGHUP turns validation on (its rounds start, the answer carries it) and off again (the answer drops it).
+@Suite struct ValidationReloadTests {
+    @Test func aReloadTurnsValidationOnAndOff() async throws {
+        let prober = FakeProber()
+        let rig = AgentTests.Rig(holdDown: 0, validation: nil, prober: prober)
+        try await rig.run { r in
+            r.wifi.set([])
+            r.route.set(DualWANParts.part())
+            #expect(await eventually { r.lines.of(.start).count == 1 })
+            #expect(r.lines.of(.start)[0]["validated"] == .null)
+            var on = await r.agent.hub.configuration
+            on.validation = ValidationAgentTests.settings
+            #expect(await r.agent.hub.apply(on) == ["validation"])
+            // The first rounds: each uplink validated, told in one line.
+            #expect(await eventually { r.lines.of(.change).count == 1 }, "\(r.lines.all)")
+            let first = r.lines.of(.change)[0]
+            #expect(first["event"]?["changed"] == .array([.string("validation")]))
+            #expect(first["validated"] == .bool(true))
+            #expect(prober.calls("eth0") == 1 && prober.calls("wwan0") == 1)
+
+            var off = on
+            off.validation.enabled = false
+            #expect(await r.agent.hub.apply(off) == ["validation"])
+            r.route.set(DualWANParts.part(wwan0Carrier: false))
+            #expect(await eventually { r.lines.of(.change).count == 2 }, "\(r.lines.all)")
+            let after = r.lines.of(.change)[1]
+            #expect(after["event"]?["changed"] == .array([.string("uplinks")]), "switching validation off is no line")
+            #expect(after["validated"] == .null)
+            #expect(after["uplinks"]?.arrayValue?.first?["validated"] == .null)
+        }
+    }
+}
+
 extension AgentTests.Rig {
     /// Moves the clock in steps of a second, so every round due on the way starts and ends in its turn: after each
     /// step it waits until both the reporter and the validation service sleep on the clock again (the service sleeps
