@@ -232,8 +232,8 @@ import Testing
         #expect(outputs["varlink"]?["refused"]?.intValue == 10)
         #expect(outputs["varlink"]?["dropped"]?.intValue == 1, "the subscriber that never read: \(outputs.serialized())")
         #expect((outputs["varlink"]?["bad_requests"]?.intValue ?? 0) >= 3)
-        // "On time", by the agent's own clocks: the CPU time the hub's thread spent handing lines to the API outputs
-        // (all that 40 clients can cost it), and the wall time from a change's snapshot to its line in the log. Four
+        // "On time", by the agent's own clocks: the CPU time the report sink's thread spent handing lines to the API
+        // outputs (all that 40 clients can cost it), and the wall time from a change's snapshot to its line in the log. Four
         // busy readers and the clients share this 2-core machine with the agent, so that wall time includes being
         // scheduled; a client that could block the agent would show here in seconds, or as missing lines above.
         #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) < 5, "\(outputs.serialized())")
