@@ -35,6 +35,9 @@ let package = Package(
         .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"]),
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
+        // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).
+        .target(name: "ReachTime"),
+
         // Adapters: one per source; each returns ReachCore values.
         .target(
             name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
@@ -42,14 +45,20 @@ let package = Package(
         .target(
             name: "ReachModem",
             dependencies: [
-                "ReachCore", "ReachFiles", "ReachGLib", "CGLibShims", .product(name: "Logging", package: "swift-log"),
+                "ReachCore", "ReachFiles", "ReachGLib", "ReachTime", "CGLibShims",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
         // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
         .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachFiles"]),
 
         // The embeddable API.
-        .target(name: "GatewayReach", dependencies: ["ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe"]),
+        .target(
+            name: "GatewayReach",
+            dependencies: [
+                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
 
         // Agent: monitors, reporters, diagnostics, config.
         .target(
@@ -74,7 +83,10 @@ let package = Package(
 
         // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
-        .target(name: "ReachTestSupport", dependencies: ["ReachCore", "ReachFiles"], path: "Tests/ReachTestSupport"),
+        .target(
+            name: "ReachTestSupport",
+            dependencies: ["ReachCore", "ReachFiles", "GatewayReach", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
@@ -92,6 +104,17 @@ let package = Package(
             name: "ReachModemTests",
             dependencies: [
                 "ReachModem", "ReachGLib", "ReachCore", "CGLibShims", "ReachTestSupport", "reach", "reach-modem-sim",
+            ]),
+        // A test tool: Reachability in a process of its own, counting its fds, threads and memory (the sharing test,
+        // scripts/bench reachability).
+        .executableTarget(name: "reachability-probe", dependencies: ["GatewayReach"], path: "Tests/ReachabilityProbe"),
+        // Reachability (the library's monitoring) against fakes and a manual clock, its shared sources against the
+        // simulator and namespaces, and the proof that another package can embed it.
+        .testTarget(
+            name: "GatewayReachTests",
+            dependencies: [
+                "GatewayReach", "ReachTestSupport", "reach-modem-sim", "reachability-probe",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
             name: "ReachAgentTests",

@@ -1,5 +1,5 @@
-// The embeddable API: ask once (`GatewayReach.status`) or recompute one part (`RouteView`), the way apps embed
-// YYReachability. The agent builds its continuous monitoring on the same pieces.
+// The embeddable API, one-shot half: ask once (`GatewayReach.status`) or recompute one part (`RouteView.compute`).
+// The continuous half is `Reachability` (Reachability.swift); both assemble snapshots with `Snapshot.assemble`.
 
 import Glibc
 @_exported import ReachModem
@@ -58,11 +58,11 @@ public enum GatewayReach {
         async let modems: (SourceHealth, [ModemState]) =
             request.readModems
             ? IsolatedModemReader.read(request.modems, options: request.modemOptions)
-            : (SourceHealth(available: false, reason: "not asked"), [])
+            : (.disabled, [])
         async let wifi: (SourceHealth, [WiFiLink]) =
             request.readWiFi
             ? WiFiReader.read(interface: request.wifiInterface)
-            : (SourceHealth(available: false, reason: "not asked"), [])
+            : (.disabled, [])
 
         var resolved: Result<[IPAddress], ResolutionError>?
         if case let .host(name) = request.target {
@@ -71,52 +71,16 @@ public enum GatewayReach {
         let routePart = RouteView.compute(
             target: request.target, resolved: resolved, interfaceOverrides: request.interfaceOverrides,
             uplinks: request.uplinks, underlays: request.underlays)
-
-        var snapshot = Snapshot(time: .now(), target: request.target, signalPolicy: request.signalPolicy)
-        routePart.apply(to: &snapshot)
-        (snapshot.wwanSource, snapshot.wwan) = await modems
-        (snapshot.wifiSource, snapshot.wifi) = await wifi
-        snapshot.time = .now()
-        snapshot.derive()
-        return snapshot
+        let (modemHealth, modemStates) = await modems
+        let (wifiHealth, wifiLinks) = await wifi
+        return Snapshot.assemble(
+            target: request.target, time: .now(), route: routePart,
+            modems: request.readModems ? .read(modemHealth, modemStates) : .disabled,
+            wifi: request.readWiFi ? .read(wifiHealth, wifiLinks) : .disabled, signalPolicy: request.signalPolicy)
     }
 }
 
-/// The route part of a snapshot: which way the target goes, per-family support for the default target, the uplinks'
-/// routes, and why it could not be determined.
-public struct RouteView: Sendable, Equatable {
-    public var route: RouteLookup?
-    /// Every interface holding a default route (and the configured uplinks), not yet derived: `Snapshot.derive`
-    /// answers each with the modems and WiFi.
-    public var uplinks: [Uplink] = []
-    /// Why the uplinks could not be read (the main answer may still stand).
-    public var uplinksError: String?
-    public var resolvedAddresses: [String] = []
-    public var resolutionError: String?
-    public var supportsIPv4: Bool?
-    public var supportsIPv6: Bool?
-    public var error: String?
-    /// The routes `route` was chosen from (IPv4 and IPv6 defaults; one per address of a host), so that the merge with
-    /// the modems can pick another when a modem blocks the chosen one (`Snapshot.derive`).
-    public var candidates: [RouteLookup] = []
-    /// What the kernel said about the links below the routes (their chains are on the routes themselves).
-    public var underlayFacts: UnderlayFacts?
-
-    public init() {}
-
-    public func apply(to s: inout Snapshot) {
-        s.route = route
-        s.routeCandidates = candidates
-        s.resolvedAddresses = resolvedAddresses
-        s.resolutionError = resolutionError
-        s.supportsIPv4 = supportsIPv4
-        s.supportsIPv6 = supportsIPv6
-        s.error = error
-        s.uplinks = uplinks
-        s.uplinksError = uplinksError
-        s.underlayFacts = underlayFacts
-    }
-
+extension RouteView {
     /// Asks the kernel. For a host target pass the resolution result; nil there means "not resolved yet". Every
     /// route found, the uplinks' included, carries its underlay chain (`RouteLookup.underlay`), followed with
     /// `underlays`.

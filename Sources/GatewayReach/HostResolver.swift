@@ -6,6 +6,7 @@
 
 import Glibc
 import ReachCore
+import ReachTime
 import Synchronization
 
 public struct ResolutionError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -38,7 +39,7 @@ public enum HostResolver {
             pthread_detach(thread)
             box.setTimer(
                 Task {
-                    try? await Task.sleep(for: timeout)
+                    try? await Timers.shared.sleep(for: timeout)
                     guard !Task.isCancelled else { return }
                     box.finish(.failure(ResolutionError(message: "resolving '\(name)' timed out after \(timeout)")))
                 })

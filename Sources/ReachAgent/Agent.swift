@@ -35,99 +35,53 @@ public func readTextFile(_ path: String, limit: Int) -> Result<String, SystemErr
     BoundedRead.bytes(path, limit: limit, links: .follow).map { String(decoding: $0, as: UTF8.self) }
 }
 
-/// The pieces of a running agent, for `reach agent`, `reach watch` and tests.
+/// The pieces of a running agent, for `reach agent`, `reach watch` and tests: the hub (one `Reachability` per
+/// target, and the outputs) and the services that run it.
 public struct AgentAssembly {
-    public let hub: StatusHub
+    public let hub: AgentHub
     public let services: [ServiceGroupConfiguration.ServiceConfiguration]
 
     /// - Parameters:
     ///   - log / prometheus: the report outputs (nil for `reach watch`).
+    ///   - api: run the state file, the Varlink socket and the hooks that `config.api` asks for (`reach agent`).
     ///   - route / modems / wifi: the sources; nil picks the production one for the config.
-    ///   - modemWorker: run each production modem source's I/O in a worker process started this way (nil: in this
-    ///     process); see `ModemReadOptions.worker`.
+    ///   - modemWorker: how a production modem source starts its worker process while `modems.worker` is true (nil:
+    ///     in this process); see `ModemReadOptions.worker`.
+    ///   - resolveTimeout: how long one lookup of a host target may take.
+    ///   - validationRunner / validationRandom: validation's rounds and its schedule's jitter (tests script them; nil:
+    ///     the real probes and the system generator).
+    ///   - logLevel: what a reload's `log_level` changes.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
-        onState: StateHandler? = nil, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
+        api: Bool = false, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        modemWorker: ModemWorkerLaunch? = nil, validationRunner: ValidationRoundRunner? = nil,
-        validationRandom: (@Sendable () -> Double)? = nil, reloadOnSIGHUP: Bool, logger: Logger
+        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3),
+        validationRunner: ValidationRoundRunner? = nil, validationRandom: (@Sendable () -> Double)? = nil,
+        reloadOnSIGHUP: Bool, logLevel: LogLevelSwitch? = nil, logger: Logger
     ) {
-        let routeSource =
-            route
-            ?? KernelRouteSource(interfaceOverrides: config.interfaceKinds, uplinks: config.uplinks, underlays: config.underlayConfig)
-        var modemSources: [any ModemSource] = []
-        if config.modems.enabled {
-            if let modems {
-                modemSources = modems
-            } else {
-                var read = ModemReadOptions(
-                    requestTimeout: .seconds(config.modems.requestTimeoutSeconds), access: config.modems.access)
-                read.logger = logger
-                read.signalPolicy = config.signalPolicy
-                read.worker = modemWorker
-                let interval = Duration.seconds(config.modems.pollIntervalSeconds)
-                let monitorOptions = ModemMonitorOptions(
-                    read: read, pollInterval: interval, sessionRequery: .seconds(config.modems.sessionRequerySeconds))
-                // One monitor per modem: a slow or vanished modem does not hold up the others. Configured ports are
-                // watched as named; without them, discovery follows modems that come, go or re-enumerate.
-                if config.modems.ports.isEmpty {
-                    modemSources = [DiscoveredModemSource(options: monitorOptions, interval: interval, clock: clock)]
-                } else {
-                    modemSources = config.modems.ports.map { IndicationModemSource(spec: $0, options: monitorOptions) }
-                }
-            }
+        let system = ReachabilitySources.system
+        // Every target's instance asks for the validation source: one scope for this agent's, so that they share it.
+        let scope = "agent:\(UInt64.random(in: 0...UInt64.max))"
+        let validation: ReachabilitySources.ValidationFactory = { options, clock, wall, logger in
+            ProbeValidationSource(
+                settings: options.validation, clock: clock, wall: wall, runner: validationRunner, random: validationRandom,
+                scope: scope, logger: logger)
         }
-        var wifiSource: (any WiFiSource)?
-        if config.wifi.enabled {
-            wifiSource =
-                wifi ?? NL80211WiFiSource(interfaces: config.wifi.interfaces, pollInterval: .seconds(config.wifi.pollIntervalSeconds))
+        let sources = ReachabilitySources(
+            route: { options in route ?? system.route(options) },
+            modems: { options, clock, logger in modems ?? system.modems(options, clock, logger) },
+            wifi: { options in wifi ?? system.wifi(options) }, validation: validation)
+        let startAPI: @Sendable (AgentConfig, Timestamp) -> AgentOutputs = { config, started in
+            AgentOutputs.start(config: config, logger: logger, started: started)
         }
-
-        var expecting: Set<String> = ["route"]
-        for m in modemSources { expecting.insert("modem:" + m.name) }
-        if wifiSource != nil { expecting.insert("wifi") }
-        if config.validation.enabled { expecting.insert("validation") }
-        // The first lines wait for every source's first answer, but never longer than one modem's whole first read
-        // (three request timeouts, ModemReadOptions.readTimeout) plus a second…
-        var grace = Duration.seconds(config.modems.requestTimeoutSeconds * 3 + 1)
-        // ...and, with validation on, never shorter than one round (each probe, and an http name lookup, one timeout).
-        if config.validation.enabled {
-            let steps = config.validation.probes.count + config.validation.probes.filter {
-                if case let .http(url, _) = $0 { return url.address == nil } else { return false }
-            }.count
-            grace = max(grace, config.validation.policy.timeout * steps + .seconds(1))
-        }
-        let hub = StatusHub(
-            config: config, expecting: expecting, startupGrace: grace, log: log, prometheus: prometheus, onLine: onLine,
-            onState: onState, clock: clock, wall: wall, logger: logger)
+        let hub = AgentHub(
+            config: config, log: log, prometheus: prometheus, onLine: onLine, apiOutputs: api ? startAPI : nil,
+            clock: clock, wall: wall, sources: sources, modemWorker: modemWorker, resolveTimeout: resolveTimeout,
+            logLevel: logLevel, logger: logger)
         self.hub = hub
-
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: ReporterService(hub: hub, clock: clock))
-        ]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: AgentService(hub: hub))]
         if reloadOnSIGHUP {
             services.append(.init(service: ReloadService(configPath: configPath, hub: hub, logger: logger)))
-        }
-        let resolveEvery = Duration.seconds(config.report.intervalSeconds)
-        services.append(
-            .init(
-                service: RouteService(
-                    source: routeSource, hub: hub, targets: config.targets, clock: clock, resolveEvery: resolveEvery,
-                    logger: logger)))
-        for m in modemSources {
-            var l = logger
-            l[metadataKey: "modem.source"] = "\(m.name)"
-            services.append(.init(service: ModemService(source: m, hub: hub, clock: clock, logger: l)))
-        }
-        if let wifiSource {
-            services.append(.init(service: WiFiService(source: wifiSource, hub: hub, clock: clock, logger: logger)))
-        }
-        if config.validation.enabled {
-            services.append(
-                .init(
-                    service: ValidationService(
-                        hub: hub, settings: config.validation, clock: clock, wall: wall,
-                        random: validationRandom ?? { .random(in: 0..<1) }, runner: validationRunner, logger: logger)))
         }
         self.services = services
     }

@@ -129,8 +129,12 @@ public enum AgentClient {
             let from = "from the running agent (age \(Int(max(0, age).rounded())) s)"
             return SourceHealth(available: theirs.available, reason: theirs.reason.map { "\(from): \($0)" } ?? from)
         }
-        /// The agent's hub says this of a source its configuration turns off.
-        func watched(_ name: String) -> Bool { target["sources"]?[name]?["reason"]?.stringValue != "disabled in the configuration" }
+        /// What the agent says of a source its configuration turns off (`SourceHealth.disabled`; agents before the
+        /// monitoring moved into GatewayReach said "disabled in the configuration").
+        func watched(_ name: String) -> Bool {
+            let reason = target["sources"]?[name]?["reason"]?.stringValue
+            return reason != SourceHealth.disabled.reason && reason != "disabled in the configuration"
+        }
         guard watched("wwan") || watched("wifi") else {
             return direct("the agent (pid \(pid)) reads no modem and no WiFi")
         }

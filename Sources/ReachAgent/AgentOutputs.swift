@@ -5,8 +5,8 @@
 //   then hands the same text to the Varlink server; only the newest state waits, older ones are never written;
 // - `VarlinkServer` answers GetStatus/Subscribe from what it was handed;
 // - `HookRunner` runs the hooks for change lines.
-// The hub calls `line` and `state` (the LineHandler/StateHandler below), which only store and poke: no I/O, no
-// waiting. This file is the one place that wires them to the hub.
+// The agent's sinks (Sinks.swift) call `line` (from the API line sink, each line after it is in the log) and `post`
+// (from the state sink), which only store and poke: no I/O, no waiting.
 
 import GatewayReach
 import Glibc
@@ -14,18 +14,34 @@ import Logging
 import ReachCore
 import Synchronization
 
+/// What the state outputs (state file, Varlink) show: every target's current snapshot with the values last reported,
+/// when each source was last heard from, and the last seq (`StateSink` publishes it; `StateDocument` renders it).
+public struct HubState: Sendable {
+    public struct TargetPart: Sendable {
+        public var snapshot: Snapshot
+        public var view: ReportedView?
+    }
+
+    public var time: Timestamp
+    public var targets: [TargetPart]
+    /// "route", "wwan", "wifi": the wall time of each source's last update.
+    public var heard: [String: Timestamp]
+    public var lastSeq: UInt64
+    public var stopped: Bool
+    /// How often the state is published at the latest (`AgentConfig.stateRefreshSeconds`).
+    public var refreshSeconds: Double
+}
+
 public final class AgentOutputs: Sendable {
     public let stateFile: String?
     public let varlink: VarlinkServer?
     public let hooks: HookRunner?
     private let writer: StateWriter?
     private let lastEvents = Mutex<[(Target, JSON)]>([])
-    private let timing = Mutex(Timing())
-
-    struct Timing {
-        var handoffMaxNanos: Int64 = 0
-        var changeDelayMaxNanos: Int64 = 0
-    }
+    /// The report sink whose hand-over figures the counters show (set once the outputs are wired to it). A reference,
+    /// not a closure: a function value kept in a Mutex is reabstracted at every `withLock` and written back wrapped
+    /// in one more thunk, a chain that grows with every state written.
+    private let timingSource = Mutex<ReportSink?>(nil)
 
     /// Starts the outputs `config.api` asks for. A socket another agent answers on, or a directory that cannot be
     /// made, turns the state file and the socket off for this run (logged); the report log is never affected.
@@ -54,8 +70,7 @@ public final class AgentOutputs: Sendable {
                 logger: logger)
         }
         return AgentOutputs(
-            stateFile: stateFile, varlink: varlink, hooks: hooks,
-            identity: AgentIdentity(started: started, refreshSeconds: config.stateRefreshSeconds), logger: logger)
+            stateFile: stateFile, varlink: varlink, hooks: hooks, identity: AgentIdentity(started: started), logger: logger)
     }
 
     init(stateFile: String?, varlink: VarlinkServer?, hooks: HookRunner?, identity: AgentIdentity, logger: Logger) {
@@ -68,44 +83,31 @@ public final class AgentOutputs: Sendable {
         writer?.events = { [weak self] in self?.lastEvents.withLock { $0 } ?? [] }
     }
 
-    /// For `AgentAssembly(onLine:)`: every line written to the report log.
-    public var lineHandler: LineHandler {
-        { [self] type, line, snapshot, _ in self.line(type, line, snapshot) }
-    }
+    /// Where the counters' hand-over figures come from (the report sink that feeds these outputs).
+    func measure(_ report: ReportSink) { timingSource.withLock { $0 = report } }
 
-    /// For `AgentAssembly(onState:)`.
-    public var stateHandler: StateHandler {
-        { [self] state in self.writer?.post(state) }
-    }
+    /// The newest state, for the state file and GetStatus (rendered and written on the writer's thread).
+    func post(state: HubState) { writer?.post(state) }
 
-    func line(_ type: ReportEventType, _ line: JSON, _ snapshot: Snapshot) {
-        let t0 = threadCPUNanoseconds()
-        if let event = line["event"] {
+    /// A line that is in the report log: the target's last event, and for a change its Varlink subscribers and hooks.
+    func line(_ written: WrittenLine) {
+        if let event = written.line["event"] {
             lastEvents.withLock { events in
-                if let i = events.firstIndex(where: { $0.0 == snapshot.target }) { events[i].1 = event } else {
-                    events.append((snapshot.target, event))
+                if let i = events.firstIndex(where: { $0.0 == written.snapshot.target }) { events[i].1 = event } else {
+                    events.append((written.snapshot.target, event))
                 }
             }
         }
-        if type == .change {
-            varlink?.post(changeLine: line.serialized())
-            hooks?.post(line: line)
-        }
-        // Measured on the agent's own clocks: the CPU time this thread (the hub's) spent on the hand-over, which is
-        // all the outputs can cost a line; and for a change line the wall time from the snapshot the hub assembled on
-        // the event to this moment, when the line is in the log (scheduling delays of a loaded machine included).
-        let handoff = threadCPUNanoseconds() - t0
-        let delay = type == .change ? Int64(snapshot.time.seconds(until: .now()) * 1e9) : 0
-        timing.withLock { t in
-            t.handoffMaxNanos = max(t.handoffMaxNanos, handoff)
-            t.changeDelayMaxNanos = max(t.changeDelayMaxNanos, delay)
+        if written.type == .change {
+            varlink?.post(changeLine: written.line.serialized())
+            hooks?.post(line: written.line)
         }
     }
 
     /// The outputs' counters, for the state's `agent.outputs`.
     func counters() -> JSON {
         var m: [(String, JSON)] = []
-        let t = timing.withLock { $0 }
+        let t = timingSource.withLock { $0 }?.timing ?? ReportSink.Timing()
         m.append(("line_handoff_cpu_max_ms", .double(Double(t.handoffMaxNanos) / 1e6)))
         m.append(("change_line_delay_max_ms", .double(Double(t.changeDelayMaxNanos) / 1e6)))
         if let w = writer {
@@ -153,7 +155,6 @@ func threadCPUNanoseconds() -> Int64 {
 struct AgentIdentity: Sendable {
     var pid = getpid()
     var started: Timestamp
-    var refreshSeconds: Double
     /// The network namespace the agent reads routes and links in ("net:[4026531840]"): an answer is only valid for
     /// a reader in the same one.
     var networkNamespace = AgentIdentity.currentNetworkNamespace()
@@ -174,7 +175,7 @@ enum StateDocument {
         let agent: JSON = .object([
             ("pid", .int(Int(identity.pid))), ("started", .string(identity.started.rfc3339)),
             ("version", .string(GatewayReachVersion.string)), ("state", .string(state.stopped ? "stopped" : "running")),
-            ("last_seq", .int(Int64(clamping: state.lastSeq))), ("refresh_seconds", .double(identity.refreshSeconds)),
+            ("last_seq", .int(Int64(clamping: state.lastSeq))), ("refresh_seconds", .double(state.refreshSeconds)),
             ("network_namespace", .string(identity.networkNamespace)), ("outputs", counters),
         ])
         var sources: [(String, JSON)] = []

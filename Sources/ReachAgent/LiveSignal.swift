@@ -1,11 +1,11 @@
 // `reach signal`'s sources and cadence, apart from the terminal.
 //
-// The seam: `LiveSignalFeed` gives the latest state of every modem and WiFi uplink. Today `MonitorLiveSignalFeed`
-// builds it from the agent's own sources (ModemMonitor with live signal reporting and no hold-down; WiFiMonitor);
-// when GatewayReach's `Reachability` gives per-subscriber streams, the live view becomes one more subscriber by
-// implementing this protocol, and nothing else changes. `LiveSignalSampler` takes one sample per interval on an
-// injected clock (tests use a manual one) and records it in ReachCore's `LiveSignalModel`; drawing is ReachCore's
-// `LiveSignalText`; the terminal is the command's.
+// The seam: `LiveSignalFeed` gives the latest state of every modem and WiFi uplink. `MonitorLiveSignalFeed` builds it
+// from GatewayReach's modem and WiFi sources, the ones `Reachability` runs, with the live view's own modem options
+// (signal reports of about 1 dB, the signal polled every interval, no hold-down): a `Reachability` reports debounced
+// changes, the live view wants every sample, so it reads the sources' states itself. `LiveSignalSampler` takes one
+// sample per interval on an injected clock (tests use a manual one) and records it in ReachCore's `LiveSignalModel`;
+// drawing is ReachCore's `LiveSignalText`; the terminal is the command's.
 
 import GatewayReach
 import Logging
@@ -43,13 +43,16 @@ public protocol LiveSignalFeed: Sendable {
 public actor MonitorLiveSignalFeed: LiveSignalFeed {
     private let modemSources: [any ModemSource]
     private let wifiSource: (any WiFiSource)?
+    private let wifiInterfaces: [String]
     private var modems: [String: (SourceHealth, [ModemState])] = [:]
     private var wifi: (SourceHealth, [WiFiLink])?
     private var tasks: [Task<Void, Never>] = []
 
-    public init(modems: [any ModemSource], wifi: (any WiFiSource)?) {
+    /// - Parameter wifiInterfaces: the WiFi interfaces shown (empty: all), as `Reachability` selects them.
+    public init(modems: [any ModemSource], wifi: (any WiFiSource)?, wifiInterfaces: [String] = []) {
         self.modemSources = modems
         self.wifiSource = wifi
+        self.wifiInterfaces = wifiInterfaces
     }
 
     public func start() {
@@ -67,7 +70,9 @@ public actor MonitorLiveSignalFeed: LiveSignalFeed {
     }
 
     private func modem(_ name: String, _ update: (SourceHealth, [ModemState])) { modems[name] = update }
-    private func wifi(_ update: (SourceHealth, [WiFiLink])) { wifi = update }
+    private func wifi(_ update: (SourceHealth, [WiFiLink])) {
+        wifi = (update.0, WiFiLink.selecting(wifiInterfaces, from: update.1, health: update.0))
+    }
 
     public func latest() -> LiveSignalSnapshot {
         var s = LiveSignalSnapshot()

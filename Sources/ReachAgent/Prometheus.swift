@@ -230,7 +230,7 @@ public enum PrometheusText {
 
 /// Writes the textfile: temporary file, fchmod 0644, write, fsync, rename, fsync of the directory (`SafeWrite.replace`).
 public final class PrometheusTextfile: @unchecked Sendable {
-    // @unchecked: used only from the hub actor that owns it.
+    // @unchecked: used only under the lock of the sink that owns it (PrometheusSink).
     public private(set) var path: String
     public private(set) var errors: UInt64 = 0
     private let fs: any FileSystem

@@ -20,7 +20,7 @@ import Logging
 import ReachCore
 
 public final class ReportLog: @unchecked Sendable {
-    // @unchecked: used only from the hub actor that owns it (or one test task).
+    // @unchecked: used only under the lock of the sink that owns it (ReportSink), or by one test task.
 
     public struct Settings: Sendable, Equatable {
         public var path: String
@@ -129,6 +129,12 @@ public final class ReportLog: @unchecked Sendable {
     private var needsNewline = false
     /// The log is a character device, FIFO or our standard output: no rotation, no ftruncate, no pread.
     private var streaming = false
+
+    /// Lines that were due but never reached `append` (their writer fell behind its queue): counted and reported
+    /// like lines a failed write lost, on the next line that is written.
+    public func countDropped(_ count: Int, time: Timestamp) {
+        for _ in 0..<max(0, count) { _ = drop(time) }
+    }
 
     private func drop(_ time: Timestamp) -> Bool {
         if dropped == 0 { droppedSince = time }

@@ -139,7 +139,7 @@ public struct ChangeDetector: Sendable {
     private var uplinkTracker = UplinkChangeTracker()
     /// Whether this detector reports uplink changes. The uplinks are the same in every target's snapshot, so a
     /// monitor of several targets lets one detector report them (`UplinkChangeTracker.reportingTarget`), once.
-    public let tracksUplinks: Bool
+    public private(set) var tracksUplinks: Bool
 
     public init(policy: ChangePolicy = .standard, tracksUplinks: Bool = true) {
         self.policy = policy
@@ -152,6 +152,19 @@ public struct ChangeDetector: Sendable {
 
     /// A new policy (config reload); the reported view and any hold in progress are kept.
     public mutating func update(policy: ChangePolicy) { self.policy = policy }
+
+    /// Takes over or hands off the reporting of uplink changes (a reload changed the targets, and with them which
+    /// one reports the uplinks). Taking over counts the uplinks as they are in the latest snapshot as reported, so
+    /// only what changes afterwards is a line (what the previous reporter said is not said again); handing off forgets
+    /// them, holds included.
+    public mutating func update(tracksUplinks on: Bool) {
+        guard on != tracksUplinks else { return }
+        tracksUplinks = on
+        uplinkTracker = UplinkChangeTracker()
+        guard var v = view else { return }
+        v.uplinks = on ? (latest ?? reportedSnapshot).map(UplinkChangeTracker.candidates) ?? [:] : [:]
+        view = v
+    }
 
     /// When a hold-down ends, if one is in progress: call `tick(at:)` then.
     public var nextDeadline: Duration? {

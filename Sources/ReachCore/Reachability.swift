@@ -195,6 +195,20 @@ public enum ReachabilityStatus: String, Sendable, Equatable {
     }
 }
 
+extension ReachabilityStatus: CustomStringConvertible {
+    /// The words AFNetworking prints for its statuses (`AFStringFromNetworkReachabilityStatus`): "Unknown",
+    /// "Not Reachable", "Reachable via WWAN", "Reachable via WiFi". (On a gateway "via WiFi" includes Ethernet, as the
+    /// status does; `Medium` names the link.) The JSON form is `rawValue`.
+    public var description: String {
+        switch self {
+        case .unknown: return "Unknown"
+        case .none: return "Not Reachable"
+        case .wwan: return "Reachable via WWAN"
+        case .wifi: return "Reachable via WiFi"
+        }
+    }
+}
+
 /// Over what packets actually leave: the precise answer next to YY's three values.
 public enum Medium: String, Sendable, Equatable, CaseIterable {
     case none, wwan, wifi, ethernet, other

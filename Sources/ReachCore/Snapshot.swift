@@ -2,7 +2,7 @@
 // report line. README.md ("JSON schema") documents the keys; a key is never renamed within a schema version.
 
 /// What a status is asked about.
-public enum Target: Sendable, Equatable {
+public enum Target: Sendable, Hashable {
     /// The default route, IPv4 and IPv6: Reachability's "internet connection" (0.0.0.0 / ::).
     case defaultRoute
     /// An IP address literal.

@@ -83,11 +83,11 @@ public enum SnapshotText {
         for u in s.uplinks { lines.append("  " + uplinkLine(u)) }
         if let e = s.uplinksError { lines.append("  uplinks unavailable: \(e)") }
         for m in s.wwan { lines.append("  " + modemLine(m, signalPolicy: s.signalPolicy)) }
-        if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != "not asked" {
+        if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WWAN unavailable: \(reason)")
         }
         for w in s.wifi { lines.append("  " + wifiLine(w)) }
-        if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != "not asked" {
+        if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WiFi unavailable: \(reason)")
         }
         return lines.joined(separator: "\n")

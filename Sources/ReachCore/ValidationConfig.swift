@@ -24,7 +24,7 @@ extension AgentConfig {
 
         static func duration(_ s: Double) -> Duration { .milliseconds(Int64((s * 1000).rounded())) }
 
-        var json: JSON {
+        public var json: JSON {
             .object([
                 ("enabled", .bool(enabled)),
                 ("interval_seconds", .double(intervalSeconds)),

@@ -12,6 +12,8 @@
 import Logging
 import ReachCore
 import ReachGLib
+import ReachTime
+import Synchronization
 
 /// Why a `ModemUpdate` was sent.
 public enum ModemUpdateCause: String, Sendable, Equatable, Codable {
@@ -92,18 +94,24 @@ public struct ModemMonitor: Sendable {
 
     /// The modem's state: once after the first read, then whenever it changes (identical states are not repeated).
     /// Each call opens its own session on the port, so call it once per monitor. The stream runs until the
-    /// consumer stops iterating or cancels its task; the port is then closed (client ids released).
+    /// consumer stops iterating or cancels its task; the request in flight then ends (answered, or at its timeout)
+    /// and the port is closed politely, every client id released: a cancelled request would leave the modem owing
+    /// an answer, and the close would then skip the releases (see `GLibCallGroup.sawUnansweredCall`), leaving ids
+    /// allocated in its firmware at every stop.
     public func updates() -> AsyncStream<ModemUpdate> {
         let (stream, continuation) = AsyncStream.makeStream(of: ModemUpdate.self, bufferingPolicy: .bufferingNewest(64))
-        let task = Task { [self] in
-            await self.run(continuation)
+        let stop = StopSignal()
+        Task { [self] in
+            await self.run(stop: stop) { continuation.yield($0) }
             continuation.finish()
         }
-        continuation.onTermination = { _ in task.cancel() }
+        continuation.onTermination = { _ in stop.fire() }
         return stream
     }
 
-    private func run(_ out: AsyncStream<ModemUpdate>.Continuation) async {
+    /// The monitor with its stop in the caller's hands (a modem worker process, whose parent ends it by closing the
+    /// socket): `send` gets each update; returns once `stop` fired and the port is closed, its client ids released.
+    func run(stop: StopSignal, send: (ModemUpdate) -> Void) async {
         if options.read.logger.logLevel <= .debug { GLibLog.route(to: options.read.logger) }
         let (_, prepared) = ModemReader.prepare([port], options: options.read)
         let (spec, quirks) = prepared[0]
@@ -113,14 +121,14 @@ public struct ModemMonitor: Sendable {
         func emit(_ state: ModemState, _ cause: ModemUpdateCause) {
             guard state != last else { return }
             last = state
-            out.yield(ModemUpdate(state: state, cause: cause))
+            send(ModemUpdate(state: state, cause: cause))
         }
 
-        while !Task.isCancelled {
+        while !stop.fired {
             if attempt > 0 {
                 let delay = options.reopen.delay(attempt: attempt - 1)
                 logger.debug("Reopening modem port", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
-                do { try await Task.sleep(for: delay) } catch { break }
+                guard await stop.sleep(for: delay) else { break }
             }
             attempt += 1
             let opened = await withDeadline(options.read.readTimeout) { () async -> Result<ModemChannel, Error> in
@@ -138,31 +146,45 @@ public struct ModemMonitor: Sendable {
                 emit(ModemChannel.failedState(spec, error), last == nil ? .initialRead : .openFailed)
                 continue
             case let .timedOut(late):
-                if let late, case let .success(c) = late { await c.close() }
+                if let late, case let .success(c) = late { await Self.close(c) }
                 emit(ModemChannel.failedState(spec, ModemError("no answer while opening"), present: true),
                      last == nil ? .initialRead : .openFailed)
                 continue
             }
 
+            if stop.fired {  // nobody listens any more: close what was opened, ask nothing
+                await Self.close(channel)
+                break
+            }
             let wasRunning = last != nil
             let readOutcome = await withDeadline(options.read.readTimeout) { await channel.readAll() }
             emit(await channel.state, wasRunning ? .reopened : .initialRead)
-            guard case .finished(true) = readOutcome else {
-                await channel.close()
+            guard case .finished(true) = readOutcome, !stop.fired else {
+                await Self.close(channel)
                 continue
             }
             attempt = 0
-            await watch(channel, emit: emit)
-            await channel.close()
-            if Task.isCancelled { break }
+            await watch(channel, stop: stop, emit: emit)
+            await Self.close(channel)
+            if stop.fired { break }
             attempt = 1
         }
     }
 
+    /// Closes a channel even when the monitor's task was cancelled (its consumer went away): the release of every
+    /// client id must reach the modem, or each stop leaves ids allocated in its firmware until it runs out (QMI
+    /// CTL Release Client ID, as libqmi's `qmi_device_release_client` sends it; ModemManager releases its clients
+    /// the same way when it closes a port). An unstructured task does not inherit the cancellation.
+    static func close(_ channel: ModemChannel) async {
+        await Task { await channel.close() }.value
+    }
+
     /// Subscribes to the channel's indications and polls what they do not cover, until the port is lost or the
-    /// task is cancelled.
-    private func watch(_ channel: ModemChannel, emit: (ModemState, ModemUpdateCause) -> Void) async {
+    /// consumer goes away.
+    private func watch(_ channel: ModemChannel, stop: StopSignal, emit: (ModemState, ModemUpdateCause) -> Void) async {
         let (events, sink) = AsyncStream.makeStream(of: ChannelEvent.self, bufferingPolicy: .unbounded)
+        stop.onFire { sink.finish() }
+        guard !stop.fired else { return }
         let support = await channel.subscribe({ sink.yield($0) }, signal: options.signalReporting)
         options.read.logger.debug(
             "Modem indications", metadata: [
@@ -174,7 +196,7 @@ public struct ModemMonitor: Sendable {
         if let interval = options.pollInterval, !everythingAnnounced {
             poller = Task {
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: interval) } catch { return }
+                    do { try await Timers.shared.sleep(for: interval) } catch { return }
                     sink.yield(.poll)
                 }
             }
@@ -183,7 +205,7 @@ public struct ModemMonitor: Sendable {
             guard let interval else { return nil }
             return Task {
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: interval) } catch { return }
+                    do { try await Timers.shared.sleep(for: interval) } catch { return }
                     sink.yield(event)
                 }
             }
@@ -199,6 +221,8 @@ public struct ModemMonitor: Sendable {
             sink.finish()
         }
         for await event in events {
+            // Nobody listens any more: what is still queued is not asked (the request in flight has finished).
+            if stop.fired { return }
             // The fallback poll, a cell or signal refresh, or the data sessions asked again: each asks the modem
             // within the read deadline.
             let ask: (@Sendable () async -> Bool)?
@@ -226,5 +250,73 @@ public struct ModemMonitor: Sendable {
             // A registration change may have ended or started a session that some firmware does not announce.
             if await channel.takeRequeryRequest() { sink.yield(.requery) }
         }
+    }
+}
+
+/// The consumer of a monitor went away: the monitor ends at its next step instead of being cancelled mid-request.
+final class StopSignal: Sendable {
+    private let state = Mutex<(fired: Bool, actions: [@Sendable () -> Void], sleeps: [Task<Void, Never>])>((false, [], []))
+
+    var fired: Bool { state.withLock { $0.fired } }
+
+    func fire() {
+        let (actions, sleeps) = state.withLock { s -> ([@Sendable () -> Void], [Task<Void, Never>]) in
+            if s.fired { return ([], []) }
+            s.fired = true
+            defer { (s.actions, s.sleeps) = ([], []) }
+            return (s.actions, s.sleeps)
+        }
+        for a in actions { a() }
+        for t in sleeps { t.cancel() }
+    }
+
+    /// Runs `action` when the signal fires (at once if it has).
+    func onFire(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.fired { return true }
+            s.actions.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    /// Sleeps for `duration`; false when the signal fired first.
+    func sleep(for duration: Duration) async -> Bool {
+        let sleeper = Task<Void, Never> { _ = try? await Timers.shared.sleep(for: duration) }
+        let registered = state.withLock { s -> Bool in
+            if s.fired { return false }
+            s.sleeps.append(sleeper)
+            return true
+        }
+        if !registered { sleeper.cancel() }
+        await sleeper.value
+        state.withLock { s in s.sleeps.removeAll { $0 == sleeper } }
+        return !fired
+    }
+}
+
+extension ModemMonitorOptions {
+    /// Everything that shapes how a monitor asks its modem (timeouts, access, worker, signal thresholds and reporting,
+    /// cadences, reopen backoff), as text: two monitors of one port with equal keys would ask it identically, so a
+    /// process needs only one session for both; a new key (a reload that changed any of these) needs a new session.
+    /// The logger is not part of it: where records go does not change what the modem is asked.
+    public var sessionKey: String {
+        let r = read
+        let policy = r.signalPolicy
+        let rules = BarFamily.allCases.map { "\($0.rawValue)=\(policy.rule($0))" }.joined(separator: ";")
+        var parts = [
+            "timeout=\(r.requestTimeout)", "read=\(r.readTimeout)", "access=\(r.access.rawValue)", "sysfs=\(r.sysfsRoot)",
+            "hwdb=\(r.hardwareDatabasePath ?? "")",
+            "worker=\(r.worker.map { ([$0.executable] + $0.arguments).joined(separator: " ") } ?? "none")",
+            "signal=\(policy.name)/\(policy.nsaPrimary.rawValue)/\(rules)",
+        ]
+        parts += [
+            "poll=\(pollInterval.map { "\($0)" } ?? "none")",
+            "reopen=\(reopen.initial)/\(reopen.maximum)/\(reopen.multiplier)/\(reopen.jitter)",
+            "reporting=\(signalReporting)", "cells=\(cellInterval.map { "\($0)" } ?? "none")",
+            "signal_poll=\(signalPollInterval.map { "\($0)" } ?? "none")",
+            "requery=\(sessionRequery.map { "\($0)" } ?? "none")",
+        ]
+        return parts.joined(separator: "|")
     }
 }

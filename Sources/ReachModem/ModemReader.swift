@@ -2,6 +2,7 @@
 import Logging
 import ReachCore
 import ReachGLib
+import ReachTime
 
 
 public struct ModemReadOptions: Sendable, Codable {
@@ -164,7 +165,7 @@ func withDeadline<T: Sendable>(_ deadline: Duration, _ operation: @escaping @Sen
     await withTaskGroup(of: DeadlineOutcome<T>.self) { group in
         group.addTask { .finished(await operation()) }
         group.addTask {
-            try? await Task.sleep(for: deadline)
+            try? await Timers.shared.sleep(for: deadline)  // cancelled at once when the operation wins
             return .timedOut(late: nil)
         }
         let first = await group.next()!

@@ -11,6 +11,7 @@
 import CGLibShims
 import Logging
 import ReachCore
+import ReachTime
 import Synchronization
 
 #if canImport(Glibc)
@@ -430,7 +431,7 @@ public struct IsolatedModemMonitor: Sendable {
             if attempt > 0 {
                 let delay = options.reopen.delay(attempt: attempt - 1)
                 logger.debug("Restarting modem worker", metadata: ["modem.device": "\(spec.path)", "delay": "\(delay)"])
-                do { try await Task.sleep(for: delay) } catch { break }
+                do { try await Timers.shared.sleep(for: delay) } catch { break }
             }
             attempt += 1
             let started = ContinuousClock.now

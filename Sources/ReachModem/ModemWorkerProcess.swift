@@ -70,6 +70,9 @@ public enum ModemWorkerProcess {
                 link.send(.heartbeat)
             }
         }
+        // A monitor ends when the parent closes its end (or dies) as it ends in-process when its consumer goes away:
+        // the request in flight finishes, then the port is closed and every client id released. A read is cancelled.
+        let stop = StopSignal()
         let job = Task {
             switch request.job {
             case let .read(spec, options):
@@ -80,16 +83,23 @@ public enum ModemWorkerProcess {
             case let .monitor(spec, options):
                 var options = options
                 options.read.worker = nil
-                for await update in ModemMonitor(spec, options: options).updates() { link.send(.update(update)) }
+                await ModemMonitor(spec, options: options).run(stop: stop) { link.send(.update($0)) }
             }
         }
-        // The parent closes its end to stop a monitor (or has died): cancel the job, which closes the port.
-        link.watchForEnd { job.cancel() }
-        await job.value
-        if job.isCancelled {
-            // Let the cancelled monitor release its client ids and close the port; the parent allows 2 s.
-            try? await Task.sleep(for: .milliseconds(500))
+        link.watchForEnd {
+            stop.fire()
+            if case .read = request.job { job.cancel() }
+            // The parent kills a worker that has not gone 2 s after it closed the socket. A polite end that would take
+            // longer (a request in flight to a slow modem) is cut short first, so that this process still ends by
+            // itself: the job is cancelled at 1.5 s (the close is still attempted), and the process exits at 1.8 s.
+            startThread {
+                usleep(1_500_000)
+                job.cancel()
+                usleep(300_000)
+                _exit(0)
+            }
         }
+        await job.value
         heartbeat.cancel()
         return 0
     }

@@ -30,7 +30,9 @@ import Testing
     final class Connection {
         let fd: Int32
         init?(_ path: String) {
-            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            // Close-on-exec: a child another test spawns meanwhile must not inherit it, or closing it here would not
+            // close the connection (the server would keep counting it).
+            fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             var tv = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
             let ok = ListeningSocket.withAddress(path) { connect(fd, $0, $1) } == 0
@@ -230,8 +232,8 @@ import Testing
         #expect(outputs["varlink"]?["refused"]?.intValue == 10)
         #expect(outputs["varlink"]?["dropped"]?.intValue == 1, "the subscriber that never read: \(outputs.serialized())")
         #expect((outputs["varlink"]?["bad_requests"]?.intValue ?? 0) >= 3)
-        // "On time", by the agent's own clocks: the CPU time the hub's thread spent handing lines to the API outputs
-        // (all that 40 clients can cost it), and the wall time from a change's snapshot to its line in the log. Four
+        // "On time", by the agent's own clocks: the CPU time the report sink's thread spent handing lines to the API
+        // outputs (all that 40 clients can cost it), and the wall time from a change's snapshot to its line in the log. Four
         // busy readers and the clients share this 2-core machine with the agent, so that wall time includes being
         // scheduled; a client that could block the agent would show here in seconds, or as missing lines above.
         #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) < 5, "\(outputs.serialized())")

@@ -3,6 +3,7 @@ import GatewayReach
 import Logging
 import ReachAgent
 import ServiceLifecycle
+import ReachTestSupport
 import Testing
 
 /// The agent's services against fake sources and a manual clock: no test here waits for a report interval or a
@@ -70,6 +71,8 @@ import Testing
         let rig = Rig()
         try await rig.run { r in
             r.route.set(nil)
+            // The grace runs from the start of the monitoring (the service's run), not from the assembly.
+            #expect(await eventually { await r.agent.hub.nextDeadline() == .seconds(16) })
             r.clock.advance(by: .seconds(16))  // a modem's whole first read (3 × 5 s) plus one second
             #expect(await eventually { r.count(.start) == 1 })
             #expect(r.lines.of(.start).first?["sources"]?["wifi"]?["available"] == .bool(false))

@@ -1,5 +1,6 @@
 import GatewayReach
 import ReachAgent
+import ReachTestSupport
 import Testing
 
 /// `reach diag`'s data-session and port-sharing checks (pure, from the facts): what an installer sees for each

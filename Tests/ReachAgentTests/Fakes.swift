@@ -1,115 +1,16 @@
-// Test doubles: a manual clock, sources the test drives, a line collector, and a file system that plays the kernel.
+// Test doubles of the agent: a line collector and a file system that plays the kernel. (The clock and the sources
+// the test drives are in ReachTestSupport/MonitorFakes.swift, shared with the library's tests.)
 
 import Glibc
 import Logging
 import ReachAgent
 import ReachCore
+import ReachTestSupport
 import ServiceLifecycle
 import GatewayReach
 import Synchronization
 
-/// A clock that moves only when the test says so.
-final class ManualClock: AgentClock {
-    private struct Sleeper {
-        var id: Int
-        var deadline: Duration
-        var continuation: CheckedContinuation<Void, Error>
-    }
-    private let state = Mutex<(now: Duration, nextID: Int, sleepers: [Sleeper])>((.zero, 0, []))
-
-    func now() -> Duration { state.withLock { $0.now } }
-
-    func sleep(until deadline: Duration) async throws {
-        let id = state.withLock { s -> Int in
-            s.nextID += 1
-            return s.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, Error>) in
-                let due = state.withLock { s -> Bool in
-                    if deadline <= s.now { return true }
-                    if Task.isCancelled { return true }
-                    s.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: c))
-                    return false
-                }
-                if due { c.resume() }
-            }
-        } onCancel: {
-            let c = state.withLock { s -> CheckedContinuation<Void, Error>? in
-                guard let i = s.sleepers.firstIndex(where: { $0.id == id }) else { return nil }
-                return s.sleepers.remove(at: i).continuation
-            }
-            c?.resume(throwing: CancellationError())
-        }
-        try Task.checkCancellation()
-    }
-
-    /// How many tasks are asleep on this clock.
-    var sleepers: Int { state.withLock { $0.sleepers.count } }
-
-    /// Moves time forward and wakes every sleeper whose deadline has come.
-    func advance(by d: Duration) {
-        let due = state.withLock { s -> [CheckedContinuation<Void, Error>] in
-            s.now += d
-            let due = s.sleepers.filter { $0.deadline <= s.now }
-            s.sleepers.removeAll { $0.deadline <= s.now }
-            return due.map(\.continuation)
-        }
-        for c in due { c.resume() }
-    }
-}
-
-/// A wall clock the test can read back: 2026-11-22T00:00:00Z plus the manual clock.
-func wallClock(_ clock: ManualClock) -> @Sendable () -> Timestamp {
-    { Timestamp(seconds: 1_795_305_600 + Int64(clock.now().components.seconds)) }
-}
-
-/// A route source whose answer the test sets, and whose notices the test sends.
-final class FakeRouteSource: RouteSource {
-    private let view = Mutex<RouteView>(RouteView())
-    private let stream: AsyncStream<RouteEvent>
-    private let continuation: AsyncStream<RouteEvent>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self)
-    }
-
-    func events() throws -> AsyncStream<RouteEvent> { stream }
-
-    func compute(_ target: Target, resolved: Result<[IPAddress], ResolutionError>?) async -> RouteView {
-        view.withLock { $0 }
-    }
-
-    func resolve(_ name: String) async -> Result<[IPAddress], ResolutionError> { .success([]) }
-
-    /// Sets the kernel's answer and sends a notice, as a route change would.
-    func set(_ route: RouteLookup?) {
-        view.withLock { $0.route = route }
-        continuation.yield(.route(.new, .ipv4))
-    }
-
-    /// Sets the whole route part (route and uplinks) and sends a notice.
-    func set(_ part: RouteView) {
-        view.withLock { $0 = part }
-        continuation.yield(.route(.new, .ipv4))
-    }
-}
-
-final class FakeWiFiSource: WiFiSource {
-    let name = "fake"
-    private let stream: AsyncStream<(SourceHealth, [WiFiLink])>
-    private let continuation: AsyncStream<(SourceHealth, [WiFiLink])>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: (SourceHealth, [WiFiLink]).self)
-    }
-
-    func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> { stream }
-
-    func set(_ links: [WiFiLink]) { continuation.yield((.ok, links)) }
-}
-
-/// Collects the lines the hub writes.
+/// Collects the report lines.
 final class LineCollector: Sendable {
     private let lines = Mutex<[(ReportEventType, JSON)]>([])
 
@@ -120,25 +21,6 @@ final class LineCollector: Sendable {
     var all: [(ReportEventType, JSON)] { lines.withLock { $0 } }
     var types: [ReportEventType] { all.map(\.0) }
     func of(_ type: ReportEventType) -> [JSON] { all.filter { $0.0 == type }.map(\.1) }
-}
-
-/// Waits (in real time, for other tasks to run; never for the agent's cadence) until `condition` holds.
-func eventually(_ what: String = "condition", timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let end = clock.now + timeout
-    while clock.now < end {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(2))
-    }
-    return await condition()
-}
-
-enum Routes {
-    static func via(_ name: String, kind: InterfaceKind, carrier: Bool = true) -> RouteLookup {
-        RouteLookup(
-            family: .ipv4, type: .unicast,
-            link: LinkState(name: name, index: 2, kind: kind, adminUp: true, carrier: carrier), gateway: "192.0.2.1")
-    }
 }
 
 /// An agent on the test's sources and clock (no modems, no log files), and the service group that runs it.
@@ -152,12 +34,6 @@ func testAgent(
         wall: wallClock(clock), route: route, modems: [], wifi: wifi, validationRunner: validationRunner,
         validationRandom: { 0.5 }, reloadOnSIGHUP: false, logger: testLogger())
     return (agent, ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger())))
-}
-
-func testLogger() -> Logger {
-    var l = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-    l.logLevel = .critical
-    return l
 }
 
 /// A file system that plays the kernel for `write`: each write's result is taken from a script (a count, or an errno),

@@ -4,24 +4,9 @@
 import GatewayReach
 import ReachAgent
 import ReachCore
+import ReachTestSupport
 import Synchronization
 import Testing
-
-/// A modem source whose states the test sends.
-final class FakeModemSource: ModemSource {
-    let name: String
-    private let stream: AsyncStream<(SourceHealth, [ModemState])>
-    private let continuation: AsyncStream<(SourceHealth, [ModemState])>.Continuation
-
-    init(_ name: String) {
-        self.name = name
-        (stream, continuation) = AsyncStream.makeStream(of: (SourceHealth, [ModemState]).self)
-    }
-
-    func updates() -> AsyncStream<(SourceHealth, [ModemState])> { stream }
-
-    func set(_ state: ModemState) { continuation.yield((.ok, [state])) }
-}
 
 func lteModem(_ device: String, rsrp: Double, present: Bool = true) -> ModemState {
     var m = ModemState(device: device, protocol: .qmi)

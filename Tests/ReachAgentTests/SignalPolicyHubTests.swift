@@ -1,5 +1,6 @@
 import GatewayReach
 import ReachAgent
+import ReachTestSupport
 import Testing
 
 /// The agent's hub builds every snapshot with the configured signal policy, and a reload switches it at once.
@@ -19,13 +20,18 @@ import Testing
         config.wifi.enabled = false
         let clock = ManualClock()
         let lines = LineCollector()
-        let hub = StatusHub(
-            config: config, expecting: ["route", "modem:m"], startupGrace: .seconds(5), log: nil, prometheus: nil,
-            onLine: lines.handler, clock: clock, wall: wallClock(clock), logger: testLogger())
-        var route = RouteView()
-        route.route = Routes.via("wwan0", kind: .wwan)
-        await hub.setRoute(0, route)
-        await hub.setModems(source: "m", .ok, [Self.lteModem()])
+        let route = FakeRouteSource()
+        let modem = FakeModemSource(name: "m")
+        var part = RouteView()
+        part.route = Routes.via("wwan0", kind: .wwan)
+        route.set(part)
+        modem.set([Self.lteModem()])
+        let agent = AgentAssembly(
+            config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
+            wall: wallClock(clock), route: route, modems: [modem], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
+        let hub = agent.hub
+        await hub.start()
+        #expect(await eventually { lines.of(.start).count == 1 })
 
         let start = try #require(lines.of(.start).first?["wwan"]?.arrayValue?.first)
         #expect(start["bars"] == .int(2))  // android: RSRP -110 ≥ -118
@@ -33,13 +39,15 @@ import Testing
 
         var strict = config
         strict.signal.profile = .strict
-        #expect(await hub.apply(strict).isEmpty)  // no restart needed
-        await hub.setModems(source: "m", .ok, [Self.lteModem()])  // the same reading, a new snapshot
+        #expect(await hub.apply(strict) == ["signal"])
+        // No new reading: the reload alone regrades the bars, and the change is a line at once.
+        #expect(await eventually { lines.of(.change).count == 1 })
         let change = try #require(lines.of(.change).last)
-        let modem = try #require(change["wwan"]?.arrayValue?.first)
-        #expect(modem["bars"] == .int(1))  // strict: min(RSRP 1, RSRQ 4, SNR 3)
-        #expect(modem["bars_profile"] == .string("strict"))
+        let m = try #require(change["wwan"]?.arrayValue?.first)
+        #expect(m["bars"] == .int(1))  // strict: min(RSRP 1, RSRQ 4, SNR 3)
+        #expect(m["bars_profile"] == .string("strict"))
         let bars = change["event"]?["bars"]?.arrayValue?.first
         #expect(bars?["from"] == .int(2) && bars?["to"] == .int(1))
+        await hub.stop(reason: "test")
     }
 }

@@ -144,7 +144,7 @@ enum DualWANParts {
         #expect(lines.of(.stop).allSatisfy { $0["uplinks"]?.arrayValue?.count == 2 })
     }
 
-    @Test func configuredUplinksAreARestartKey() async throws {
+    @Test func configuredUplinksAreAReloadedSection() async throws {
         let rig = Rig()
         try await rig.run { r in
             r.wifi.set([])

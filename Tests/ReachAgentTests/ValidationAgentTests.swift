@@ -161,6 +161,82 @@ final class FakeProber: Sendable {
     }
 }
 
+/// Two targets, one validation: one source for the process (one round per uplink per turn, not one per target), its
+/// part in every target's lines, its changes told once, by the target that reports the uplinks.
+@Suite struct ValidationSharedTests {
+    @Test func twoTargetsShareOneSourceAndOneTellsTheChange() async throws {
+        let clock = ManualClock()
+        let route = FakeRouteSource()
+        let wifi = FakeWiFiSource()
+        let lines = LineCollector()
+        let prober = FakeProber()
+        var config = AgentConfig()
+        config.targets = [.address("192.0.2.10"), .defaultRoute]
+        config.modems.enabled = false
+        config.validation = ValidationAgentTests.settings
+        config.validation.downAfter = 1
+        let (_, group) = testAgent(config, clock: clock, route: route, lines: lines, wifi: wifi, validationRunner: prober.runner)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            wifi.set([])
+            route.set(DualWANParts.part())
+            #expect(await eventually { lines.of(.start).count == 2 })
+            #expect(lines.of(.start).allSatisfy { $0["validated"] == .bool(true) }, "\(lines.of(.start))")
+            #expect(prober.calls("eth0") == 1 && prober.calls("wwan0") == 1, "one round per uplink, not one per target")
+
+            prober.set("eth0", FakeProber.dnsDead)
+            for _ in 0..<30 {
+                clock.advance(by: .seconds(1))
+                _ = await eventually { clock.sleepers >= 3 }  // two targets' timers and the validation source
+            }
+            #expect(await eventually { lines.of(.change).count == 1 }, "\(lines.all)")
+            #expect(prober.calls("eth0") == 2)
+            try await Task.sleep(for: .milliseconds(50))
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        let changes = lines.of(.change)
+        #expect(changes.count == 1)
+        #expect(changes.first?["target"]?["kind"] == .string("default"))
+        #expect(changes.first?["event"]?["changed"] == .array([.string("validation")]))
+        // Both targets' last lines show the failed uplink.
+        #expect(lines.of(.stop).allSatisfy { $0["uplinks"]?.arrayValue?.first?["validated"] == .bool(false) }, "\(lines.of(.stop))")
+    }
+}
+
+/// SIGHUP turns validation on (its rounds start, the answer carries it) and off again (the answer drops it).
+@Suite struct ValidationReloadTests {
+    @Test func aReloadTurnsValidationOnAndOff() async throws {
+        let prober = FakeProber()
+        let rig = AgentTests.Rig(holdDown: 0, validation: nil, prober: prober)
+        try await rig.run { r in
+            r.wifi.set([])
+            r.route.set(DualWANParts.part())
+            #expect(await eventually { r.lines.of(.start).count == 1 })
+            #expect(r.lines.of(.start)[0]["validated"] == .null)
+            var on = await r.agent.hub.configuration
+            on.validation = ValidationAgentTests.settings
+            #expect(await r.agent.hub.apply(on) == ["validation"])
+            // The first rounds: each uplink validated, told in one line.
+            #expect(await eventually { r.lines.of(.change).count == 1 }, "\(r.lines.all)")
+            let first = r.lines.of(.change)[0]
+            #expect(first["event"]?["changed"] == .array([.string("validation")]))
+            #expect(first["validated"] == .bool(true))
+            #expect(prober.calls("eth0") == 1 && prober.calls("wwan0") == 1)
+
+            var off = on
+            off.validation.enabled = false
+            #expect(await r.agent.hub.apply(off) == ["validation"])
+            r.route.set(DualWANParts.part(wwan0Carrier: false))
+            #expect(await eventually { r.lines.of(.change).count == 2 }, "\(r.lines.all)")
+            let after = r.lines.of(.change)[1]
+            #expect(after["event"]?["changed"] == .array([.string("uplinks")]), "switching validation off is no line")
+            #expect(after["validated"] == .null)
+            #expect(after["uplinks"]?.arrayValue?.first?["validated"] == .null)
+        }
+    }
+}
+
 extension AgentTests.Rig {
     /// Moves the clock in steps of a second, so every round due on the way starts and ends in its turn: after each
     /// step it waits until both the reporter and the validation service sleep on the clock again (the service sleeps

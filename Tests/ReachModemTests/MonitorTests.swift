@@ -154,6 +154,39 @@ import ReachCore
         let polled = try await updates.next { $0.state.generation == .g3 }
         #expect(polled.cause == .poll)
     }
+
+    /// A monitor whose consumer goes away (a `Reachability` stopped) still releases every client id it allocated:
+    /// the close must not be cancelled with the task, or each stop leaves ids allocated in the modem until it runs
+    /// out (the simulator, like firmware, has a bounded id space per service).
+    @Test func stoppingReleasesTheClientIDs() async throws {
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
+        try await Self.stopAndCountReleases(sim, Self.monitor(sim, .qmi).updates())
+    }
+
+    /// The same through a worker process (`modems.worker`, the agent's default): the parent stops it by closing its
+    /// socket, and the worker ends its monitor as politely as an in-process consumer would, within the 2 s the parent
+    /// gives it before SIGKILL.
+    @Test func stoppingAWorkerReleasesTheClientIDs() async throws {
+        guard TestSupport.requirement(TestPaths.isBuilt(TestPaths.reach), "reach built") else { return }
+        let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
+        var options = Self.monitor(sim, .qmi).options
+        options.read.worker = ModemWorkerLaunch(executable: TestPaths.reach, arguments: ["modem-worker"])
+        try await Self.stopAndCountReleases(
+            sim, IsolatedModemMonitor(ModemPortSpec(path: sim.link, protocol: .qmi), options: options).updates())
+    }
+
+    /// Reads, waits until the monitor watches the modem's indications, stops it, and expects every client id it
+    /// allocated (NAS, DMS, UIM, and WDS for each IP family) released.
+    static func stopAndCountReleases(_ sim: ModemSimulator, _ stream: AsyncStream<ModemUpdate>) async throws {
+        let updates = Collector(stream)
+        _ = try await updates.next { $0.cause == .initialRead }
+        try await Self.subscribed(sim, "qmi")  // in the watch loop, where a stop comes
+        await updates.stop()
+        #expect(await TestSupport.eventually(timeout: 10) {
+            Self.count(sim.log, "ctl:release_cid response") == Self.count(sim.log, "ctl:allocate_cid response")
+        }, "\(sim.log.split(separator: "\n").filter { $0.contains("ctl:") })")
+        #expect(Self.count(sim.log, "ctl:allocate_cid response") == 5, "\(sim.log.split(separator: "\n").filter { $0.contains("ctl:") })")
+    }
 }
 
 /// The data session through ModemMonitor: a drop announced by the modem arrives as an indication; a drop the modem

@@ -208,6 +208,34 @@ def check_lab(out):
           regained.get("medium") == "wifi", regained and (regained.get("status"), regained.get("medium")) or err)
     check_agent(out)
     check_tunnels(out)
+    check_sharing(out)
+
+
+def check_sharing(out):
+    """reachability-probe: 1 and 3 Reachability instances hold one nl80211 and one rtnetlink monitor; none after stop."""
+    try:
+        rows = [json.loads(l) for l in open(os.path.join(out, "probe-sharing.jsonl")) if l.strip()]
+    except (OSError, ValueError) as e:
+        check("sharing: the probe's figures", False, e)
+        return
+    def phase(name, n=None):
+        return next((r["holdings"] for r in rows if r["phase"] == name and r.get("instances") == n), None)
+    one, three = phase("running", 1), phase("running", 3)
+    check("sharing: the probe ran both phases", one is not None and three is not None, [r["phase"] for r in rows])
+    if one is None or three is None:
+        return
+    check("sharing: one nl80211 event socket for 1 instance", one["generic_monitors"] == 1, one)
+    check("sharing: one nl80211 event socket for 3 instances", three["generic_monitors"] == 1, three)
+    check("sharing: one rtnetlink monitor for 3 instances", three["route_monitors"] == 1, three)
+    check("sharing: 3 instances hold the fds and threads of 1", (three["fds"], three["threads"]) == (one["fds"], one["threads"]),
+          ((one["fds"], one["threads"]), (three["fds"], three["threads"])))
+    base = phase("baseline")
+    for r in rows:
+        if r["phase"] == "stopped":
+            h = r["holdings"]
+            check(f"sharing: after {r['instances']} stopped, no netlink monitor and the baseline fds",
+                  h["generic_monitors"] == 0 and h["route_monitors"] == 0 and base is not None and h["fds"] == base["fds"],
+                  (h, base))
 
 
 def check_agent(out):

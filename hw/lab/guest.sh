@@ -265,6 +265,9 @@ CONF
   wait_for 30 associated || log "wlan1 did not associate again within 30 s"
   sleep 2
   run_reach_status status-regained
+  # Several Reachability instances in one process share one nl80211 monitor (and one rtnetlink monitor); the last
+  # stop closes them. Counted by the probe in its own process, against this kernel's real nl80211.
+  timeout 60 "$bin/reachability-probe" sharing --instances 3 > $out/probe-sharing.jsonl 2> $out/probe-sharing.err
   kill -TERM "$agent_pid"
   wait "$agent_pid"; echo $? > $out/agent.rc
   agent_pid=

@@ -36,16 +36,15 @@ extension Reach {
                 print(cfg.json.prettySerialized())
                 return ExitStatus.ok
             }
-            let logger = bootstrapLogging(cfg.logLevel)
+            let (logger, level) = bootstrapLogging(cfg.logLevel)
             let log = ReportLog(settings: ReportLog.Settings(cfg.report), logger: logger)
             let prometheus = cfg.prometheusTextfile.map { PrometheusTextfile(path: $0, logger: logger) }
-            // The state file, the Varlink socket and the hooks (`api`): outputs of their own, fed by the hub.
-            let outputs = AgentOutputs.start(config: cfg, logger: logger)
-            defer { outputs.stop() }
+            // The state file, the Varlink socket and the hooks (`api`) are the hub's outputs too, each fed by a sink of
+            // its own; modems are read in worker processes while `modems.worker` is true.
             let agent = AgentAssembly(
-                config: cfg, configPath: config, log: log, prometheus: prometheus, onLine: outputs.lineHandler,
-                onState: outputs.stateHandler, clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker(cfg),
-                reloadOnSIGHUP: true, logger: logger)
+                config: cfg, configPath: config, log: log, prometheus: prometheus, onLine: nil, api: true,
+                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker, reloadOnSIGHUP: true, logLevel: level,
+                logger: logger)
             logger.info(
                 "Agent started",
                 metadata: [
@@ -63,14 +62,12 @@ extension Reach {
     }
 }
 
-/// swift-log to stderr (journald and procd's logd take it from there), bootstrapped once per process.
-func bootstrapLogging(_ level: AgentConfig.LogLevel) -> Logger {
+/// swift-log to stderr (journald and procd's logd take it from there), bootstrapped once per process, with a level
+/// that a reload can change (`log_level`).
+func bootstrapLogging(_ level: AgentConfig.LogLevel) -> (Logger, LogLevelSwitch) {
+    let levelSwitch = LogLevelSwitch(level)
     LoggingSystem.bootstrap { label in
-        var h = StreamLogHandler.standardError(label: label)
-        h.logLevel = level.loggerLevel
-        return h
+        SwitchedLogHandler(StreamLogHandler.standardError(label: label), level: levelSwitch)
     }
-    var logger = Logger(label: "reach")
-    logger.logLevel = level.loggerLevel
-    return logger
+    return (Logger(label: "reach"), levelSwitch)
 }

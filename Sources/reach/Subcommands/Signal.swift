@@ -88,7 +88,7 @@ extension Reach {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let live = !json && !plain && isatty(1) == 1
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
-            let logger = live ? Logger(label: "reach", factory: { _ in SwiftLogNoOpLogHandler() }) : bootstrapLogging(.error)
+            let logger = live ? Logger(label: "reach", factory: { _ in SwiftLogNoOpLogHandler() }) : bootstrapLogging(.error).0
             let period = Duration.seconds(interval)
             var read = ModemReadOptions(
                 requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
@@ -112,8 +112,8 @@ extension Reach {
             }
             let interfaces = wifi.map { [$0] } ?? cfg.wifi.interfaces
             let wifiSource: (any WiFiSource)? = noWiFi || !cfg.wifi.enabled
-                ? nil : NL80211WiFiSource(interfaces: interfaces, pollInterval: period)
-            let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource)
+                ? nil : NL80211WiFiSource(pollInterval: period)
+            let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource, wifiInterfaces: interfaces)
             await feed.start()
 
             let sampler = LiveSignalSampler(

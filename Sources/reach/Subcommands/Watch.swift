@@ -1,5 +1,5 @@
-// `reach watch`: the current status, then one line per change as it happens, until interrupted. The same sources,
-// hub and change detection as the agent; lines go to stdout instead of the log.
+// `reach watch`: the current status, then one line per change as it happens, until interrupted. The agent's hub
+// without its files: one `Reachability` per target, the same sources and change detection; lines go to stdout.
 
 import GatewayReach
 import Glibc
@@ -45,12 +45,8 @@ extension Reach {
             if let holdDown { cfg.changes.holdDownSeconds = holdDown }
             // Watch prints changes only; the periodic line is not needed.
             cfg.report.intervalSeconds = 86_400
-            let logger = bootstrapLogging(.warning)
+            let (logger, _) = bootstrapLogging(.warning)
             let json = self.json
-            // --resolve-timeout bounds each lookup of a host target, as in `reach status`.
-            let route = KernelRouteSource(
-                interfaceOverrides: cfg.interfaceKinds, resolveTimeout: .seconds(targetOptions.resolveTimeout),
-                underlays: cfg.underlayConfig)
             let agent = AgentAssembly(
                 config: cfg, configPath: config, log: nil, prometheus: nil,
                 onLine: { type, line, snapshot, change in
@@ -61,7 +57,9 @@ extension Reach {
                         fflush(nil)
                     }
                 },
-                clock: ContinuousAgentClock(), route: route, modemWorker: Reach.modemWorker(cfg), reloadOnSIGHUP: false, logger: logger)
+                // --resolve-timeout bounds each lookup of a host target, as in `reach status`.
+                clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker,
+                resolveTimeout: .seconds(targetOptions.resolveTimeout), reloadOnSIGHUP: false, logger: logger)
             do {
                 try await agent.run(logger: logger)
                 return ExitStatus.ok

@@ -1,7 +1,5 @@
 import Foundation
-import ReachAgent
-import ReachCore
-import ReachModem
+import GatewayReach
 import ReachTestSupport
 import Synchronization
 import Testing

@@ -1,11 +1,14 @@
-// What feeds the agent: one small protocol per source, so the services can be tested with fakes and the adapters
-// plug in as they are. Each source gives its current value and then its changes.
+// What feeds a `Reachability`: one small protocol per source, so the monitoring can be driven by fakes in tests and
+// the adapters plug in as they are. Each source gives its current value and then its changes. Sources are shared
+// by `id` among every instance in the process (SharedSources.swift): two sources with the same id are one source.
 
-import GatewayReach
 import Logging
+import ReachCore
 
 /// The kernel's routing: "something changed" notices, and the route part for a target on demand.
 public protocol RouteSource: Sendable {
+    /// Instances whose route sources have the same id share one notice stream (one rtnetlink socket).
+    var id: String { get }
     /// Notices of link/address/route/rule changes. `.resync` means notices were lost. Finishes when the source fails.
     func events() throws -> AsyncStream<RouteEvent>
     /// The route part of a target's snapshot, computed now (for a host target with the given resolution).
@@ -16,8 +19,10 @@ public protocol RouteSource: Sendable {
 
 /// One modem (or, with discovery, the modems found) as a stream of states.
 public protocol ModemSource: Sendable {
-    /// A name for logs: the control port, or "discovery".
+    /// A name for logs and for the snapshot's bookkeeping: the control port, or "discovery".
     var name: String { get }
+    /// Instances whose modem sources have the same id share one session with the modem.
+    var id: String { get }
     /// The current state first, then each change. Finishes when the source stops.
     func updates() -> AsyncStream<(SourceHealth, [ModemState])>
 }
@@ -25,8 +30,68 @@ public protocol ModemSource: Sendable {
 /// The WiFi interfaces as a stream of states.
 public protocol WiFiSource: Sendable {
     var name: String { get }
-    /// The current state first, then each change. Finishes when the source stops.
+    /// Instances whose WiFi sources have the same id share one nl80211 event socket.
+    var id: String { get }
+    /// The current state of every interface the source watches first, then each change. Finishes when the source
+    /// stops. (Each `Reachability` keeps the interfaces its options name.)
     func updates() -> AsyncStream<(SourceHealth, [WiFiLink])>
+}
+
+// A source object shares with itself only, unless it says otherwise: two fakes in one test process never meet.
+extension RouteSource where Self: AnyObject {
+    public var id: String { "\(Self.self)@\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
+}
+
+extension ModemSource where Self: AnyObject {
+    public var id: String { "\(Self.self)@\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
+}
+
+extension WiFiSource where Self: AnyObject {
+    public var id: String { "\(Self.self)@\(UInt(bitPattern: ObjectIdentifier(self).hashValue))" }
+}
+
+// MARK: - Shared and supervised
+
+extension RouteSource {
+    /// The notices, through the process's one subscription to this source (restarted with backoff when it fails;
+    /// a restart is announced as `.resync`, since notices were missed meanwhile).
+    func sharedEvents(clock: any MonitorClock, logger: Logger) -> AsyncStream<RouteEvent> {
+        let (id, source) = (id, self)
+        return SourceRegistry.shared.subscribe(id: "route:" + id, keepLatest: false) { publish in
+            await superviseSource(
+                "Route", name: id, clock: clock, logger: logger, stopped: .resync, restarted: .resync,
+                updates: { try source.events() }, publish: { publish($0) })
+        }
+    }
+}
+
+/// The value a modem or WiFi source publishes while it is being restarted.
+let restartingHealth = SourceHealth(available: false, reason: "source stopped; restarting")
+
+extension ModemSource {
+    /// The states, through the process's one session per id (restarted with backoff when the stream ends).
+    func sharedUpdates(clock: any MonitorClock, logger: Logger) -> AsyncStream<(SourceHealth, [ModemState])> {
+        let (id, name, source) = (id, name, self)
+        return SourceRegistry.shared.subscribe(id: "modem:" + id, keepLatest: true) { publish in
+            var l = logger
+            l[metadataKey: "modem.source"] = "\(name)"
+            await superviseSource(
+                "Modem", name: name, clock: clock, logger: l, stopped: (restartingHealth, []),
+                updates: { source.updates() }, publish: { publish($0) })
+        }
+    }
+}
+
+extension WiFiSource {
+    /// The states, through the process's one nl80211 monitor per id (restarted with backoff when it ends).
+    func sharedUpdates(clock: any MonitorClock, logger: Logger) -> AsyncStream<(SourceHealth, [WiFiLink])> {
+        let (id, name, source) = (id, name, self)
+        return SourceRegistry.shared.subscribe(id: "wifi:" + id, keepLatest: true) { publish in
+            await superviseSource(
+                "WiFi", name: name, clock: clock, logger: logger, stopped: (restartingHealth, []),
+                updates: { source.updates() }, publish: { publish($0) })
+        }
+    }
 }
 
 // MARK: - Production sources
@@ -49,6 +114,9 @@ public struct KernelRouteSource: RouteSource {
         self.uplinks = uplinks
         self.underlays = underlays
     }
+
+    /// One rtnetlink subscription per process: the notices do not depend on the overrides (only the answers do).
+    public var id: String { "rtnetlink" }
 
     public func events() throws -> AsyncStream<RouteEvent> {
         let monitor = try RouteMonitor()
@@ -91,6 +159,14 @@ public struct IndicationModemSource: ModemSource {
 
     public var name: String { spec.path }
 
+    /// The port, with what shapes the session (`ModemMonitorOptions.sessionKey`: timeouts, access, worker, signal
+    /// thresholds, cadences): instances that ask alike share it; a reconfiguration that changes any of it opens a
+    /// new one.
+    public var id: String {
+        "\(spec.path)|\(spec.protocol?.rawValue ?? "auto")|\(spec.interface ?? "")|\(spec.muxID.map { "\($0)" } ?? "")|"
+            + options.sessionKey
+    }
+
     public func updates() -> AsyncStream<(SourceHealth, [ModemState])> {
         let monitor = IsolatedModemMonitor(spec, options: options)
         let (stream, continuation) = AsyncStream.makeStream(
@@ -106,9 +182,8 @@ public struct IndicationModemSource: ModemSource {
 }
 
 /// The modems discovery finds, each watched by its own `ModemMonitor` (a slow or vanished modem does not hold up
-/// the others), with discovery run again at an interval and soon after a port is lost: a modem plugged in later is
-/// picked up, and one that comes back under another name (a firmware crash or USB reset re-enumerates
-/// /dev/cdc-wdm0 as /dev/cdc-wdm1) is followed to it, while the port that is gone for good is dropped.
+/// the others) shared with any instance that names the same port, with discovery run again at an interval and soon
+/// after a port is lost. The decisions are `ModemDiscoveryReducer`'s; this runs them.
 public struct DiscoveredModemSource: ModemSource {
     public var options: ModemMonitorOptions
     /// How often discovery runs when nothing was lost.
@@ -116,14 +191,16 @@ public struct DiscoveredModemSource: ModemSource {
     /// After a lost port, discovery runs again after each of these delays in turn (by default 1, 3, 7 and 15 s
     /// after the loss; a re-enumerated modem takes seconds).
     public var afterLoss: [Duration]
-    public var clock: any AgentClock
+    public var clock: any MonitorClock
     /// The ports present now. Production: `ModemReader.discover` over sysfs.
     public var discover: @Sendable () -> (SourceHealth, [ModemPortSpec])
+    /// Tells apart discoveries that a test injects (production discovery has none).
+    private var discoveryID: String?
 
     public init(
-        options: ModemMonitorOptions, interval: Duration, clock: any AgentClock,
+        options: ModemMonitorOptions, interval: Duration, clock: any MonitorClock,
         afterLoss: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8)],
-        discover: (@Sendable () -> (SourceHealth, [ModemPortSpec]))? = nil
+        discover: (@Sendable () -> (SourceHealth, [ModemPortSpec]))? = nil, discoveryID: String? = nil
     ) {
         self.options = options
         self.interval = interval
@@ -131,9 +208,14 @@ public struct DiscoveredModemSource: ModemSource {
         self.clock = clock
         let read = options.read
         self.discover = discover ?? { ModemReader.discover(options: read) }
+        self.discoveryID = discover == nil ? nil : (discoveryID ?? "injected:\(UInt64.random(in: 0...UInt64.max))")
     }
 
     public var name: String { "discovery" }
+
+    public var id: String {
+        "discovery|\(discoveryID ?? options.read.sysfsRoot)|\(interval)|\(afterLoss)|" + options.sessionKey
+    }
 
     private enum Event: Sendable {
         case found(SourceHealth, [ModemPortSpec])
@@ -156,45 +238,32 @@ public struct DiscoveredModemSource: ModemSource {
             }
         }
         let main = Task {
+            var reducer = ModemDiscoveryReducer()
             var watchers: [String: Task<Void, Never>] = [:]
-            var states: [String: ModemState] = [:]
-            var health = SourceHealth.ok
             var rediscovery: Task<Void, Never>?
-            var last: (SourceHealth, [ModemState])?
-            func publish() {
-                // The first answer waits until every port found has reported once; then only changes go out.
-                guard last != nil || watchers.keys.allSatisfy({ states[$0] != nil }) else { return }
-                let now = (health, watchers.keys.sorted().compactMap { states[$0] })
-                if let last, last.0 == now.0, last.1 == now.1 { return }
-                last = now
-                sink.yield(now)
-            }
             for await event in events {
+                let effects: [ModemDiscoveryReducer.Effect]
                 switch event {
-                case let .found(h, specs):
-                    health = h
-                    let paths = Set(specs.map(\.path))
-                    for (path, task) in watchers where !paths.contains(path) {
-                        task.cancel()
-                        watchers[path] = nil
-                        states[path] = nil
-                    }
-                    for spec in specs where watchers[spec.path] == nil {
+                case let .found(h, specs): effects = reducer.receive(.found(h, specs))
+                case let .update(path, state): effects = reducer.receive(.update(path: path, state))
+                }
+                for effect in effects {
+                    switch effect {
+                    case let .watch(spec):
                         let path = spec.path
-                        let source = IndicationModemSource(spec: spec, options: options)
+                        // Through the registry: a port some instance also names is one session, not two.
+                        let updates = IndicationModemSource(spec: spec, options: options)
+                            .sharedUpdates(clock: clock, logger: options.read.logger)
                         watchers[path] = Task {
-                            for await (_, s) in source.updates() {
+                            for await (_, s) in updates {
                                 if let state = s.first { feed.yield(.update(path: path, state)) }
                             }
                         }
-                    }
-                    publish()
-                case let .update(path, state):
-                    guard watchers[path] != nil else { continue }  // dropped since; a late update
-                    let lost = state.present == false && states[path]?.present != false
-                    states[path] = state
-                    publish()
-                    if lost {
+                    case let .unwatch(path):
+                        watchers.removeValue(forKey: path)?.cancel()
+                    case let .publish(health, states):
+                        sink.yield((health, states))
+                    case .rediscoverSoon:
                         rediscovery?.cancel()
                         rediscovery = Task {
                             for delay in afterLoss {
@@ -217,38 +286,47 @@ public struct DiscoveredModemSource: ModemSource {
     }
 }
 
-/// nl80211 events and CQM thresholds through `WiFiMonitor` (ReachWiFi); it polls only as its fallback.
+/// nl80211 events and CQM thresholds through `WiFiMonitor` (ReachWiFi); it polls only as its fallback. One monitor
+/// watches every interface; each `Reachability` keeps those its options name.
 public struct NL80211WiFiSource: WiFiSource {
-    public var interfaces: [String]
     public var pollInterval: Duration
 
-    public init(interfaces: [String], pollInterval: Duration) {
-        self.interfaces = interfaces
+    public init(pollInterval: Duration) {
         self.pollInterval = pollInterval
     }
 
-    public var name: String { interfaces.isEmpty ? "all" : interfaces.joined(separator: ",") }
+    public var name: String { "nl80211" }
+    public var id: String { "nl80211|\(pollInterval)" }
 
     public func updates() -> AsyncStream<(SourceHealth, [WiFiLink])> {
-        let wanted = Set(interfaces)
         // The configured poll is also the retry while nl80211 cannot be reached at all (no cfg80211 on this kernel):
         // an idle box without WiFi should not open netlink sockets every few seconds.
         let monitor = WiFiMonitor(
-            options: WiFiMonitor.Options(
-                interface: interfaces.count == 1 ? interfaces[0] : nil, pollInterval: pollInterval,
-                fallbackPollInterval: pollInterval))
+            options: WiFiMonitor.Options(interface: nil, pollInterval: pollInterval, fallbackPollInterval: pollInterval))
         let (stream, continuation) = AsyncStream.makeStream(
             of: (SourceHealth, [WiFiLink]).self, bufferingPolicy: .bufferingNewest(1))
         // As with the route monitor: the forwarding task ends when the monitor's stream finishes; stopping the monitor
         // is what ends it, never a cancellation of the task that consumes the monitor's stream.
         Task {
-            for await u in monitor.updates {
-                let links = wanted.count > 1 ? u.links.filter { wanted.contains($0.interface) } : u.links
-                continuation.yield((u.health, links))
-            }
+            for await u in monitor.updates { continuation.yield((u.health, u.links)) }
             continuation.finish()
         }
         continuation.onTermination = { _ in monitor.stop() }
         return stream
+    }
+}
+
+extension WiFiLink {
+    /// The links `interfaces` names, in that order (all of them for an empty list). A named interface nl80211 does
+    /// not show is listed with an error, as a one-shot read lists it, so a missing uplink is seen rather than silent.
+    public static func selecting(_ interfaces: [String], from links: [WiFiLink], health: SourceHealth) -> [WiFiLink] {
+        guard !interfaces.isEmpty else { return links }
+        return interfaces.compactMap { name in
+            if let link = links.first(where: { $0.interface == name }) { return link }
+            guard health.available else { return nil }
+            var missing = WiFiLink(interface: name, mode: .other)
+            missing.error = "no nl80211 interface named \(name)"
+            return missing
+        }
     }
 }

@@ -1,5 +1,6 @@
-// Reopening a modem port that went away: exponential backoff, bounded, with jitter (so that several gateways
-// that lost their modems together, or several modems on one gateway, do not retry in lockstep).
+// Restarting what failed: exponential backoff, bounded, with jitter (so that several gateways that lost their
+// modems together, or several modems on one gateway, do not retry in lockstep). One schedule for every restart in
+// the product: a modem port reopened, a source whose stream ended, the rtnetlink monitor started again.
 
 /// Delays between reopening attempts: `initial × multiplier^attempt`, capped at `maximum`, each spread by up to
 /// ±`jitter` (a fraction) of itself. Pure: the random source is a parameter.

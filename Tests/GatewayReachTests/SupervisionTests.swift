@@ -1,12 +1,12 @@
-import ReachCore
+import GatewayReach
+import ReachTestSupport
 import Synchronization
 import Testing
 
-@testable import ReachAgent
-
-/// `superviseSource`, behind ModemService and WiFiService: a source whose stream ends on its own is reported
-/// unavailable and started again after a backoff that doubles while it keeps failing and drops back to 1 s once it
-/// delivers. Time is the manual clock's; nothing here waits for a backoff in real time.
+/// `superviseSource`, behind every shared source: a source whose stream ends on its own is reported unavailable and
+/// started again after a backoff that doubles while it keeps failing and drops back to 1 s once it delivers. Time is
+/// the manual clock's and the jitter's random unit is fixed at the middle (no spread); nothing here waits for a
+/// backoff in real time.
 @Suite struct SupervisionTests {
     final class Shared<Value: Sendable>: Sendable {
         private let value: Mutex<Value>
@@ -22,7 +22,8 @@ import Testing
         let (open, keep) = AsyncStream.makeStream(of: (SourceHealth, [Int]).self)
         let task = Task {
             await superviseSource(
-                "Test", name: "t", clock: clock, logger: testLogger(),
+                "Test", name: "t", clock: clock, logger: testLogger(), unit: { 0.5 },
+                stopped: (SourceHealth(available: false, reason: "restarting"), []),
                 updates: {
                     let n = starts.with { $0 += 1; return $0 }
                     if n == 4 {
@@ -34,7 +35,7 @@ import Testing
                         c.finish()
                     }
                 },
-                publish: { health, values in published.with { $0.append((health.available, values)) } })
+                publish: { (value: (SourceHealth, [Int])) in published.with { $0.append((value.0.available, value.1)) } })
         }
         defer { task.cancel() }
         func settled(starts n: Int) async -> Bool {

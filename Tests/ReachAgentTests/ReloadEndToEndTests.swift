@@ -1,0 +1,49 @@
+import Foundation
+import ReachAgent
+import ReachCore
+import ReachTestSupport
+import Testing
+
+/// `reach agent` reloading on SIGHUP: a target added to the file gets its start line, one removed its stop line, and
+/// the log level changes, all in the running process.
+@Suite(.serialized) struct ReloadEndToEndTests {
+    static func config(report: String, targets: [String], level: String) -> String {
+        """
+        {"report":{"path":"\(report)","interval_seconds":3600},"changes":{"hold_down_seconds":0},
+         "targets":[\(targets.map { #"{"kind":"address","value":"\#($0)"}"# }.joined(separator: ","))],
+         "modems":{"enabled":false},"wifi":{"enabled":false},"log_level":"\(level)"}
+        """
+    }
+
+    @Test func sighupAppliesTargetsAndTheLogLevel() async throws {
+        let dir = try makeTempDir("reach-hup")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let report = dir + "/reach.jsonl"
+        let agent = try await EndToEndTests.AgentProcess.start(
+            config: Self.config(report: report, targets: ["127.0.0.1"], level: "info"), dir: dir)
+        #expect(await EndToEndTests.waitFor("start") { agent.events("start").count == 1 })
+
+        try Self.config(report: report, targets: ["127.0.0.2"], level: "debug")
+            .write(toFile: dir + "/reach.json", atomically: true, encoding: .utf8)
+        agent.signal(SIGHUP)
+        #expect(await EndToEndTests.waitFor("new target") { agent.events("start").count == 2 })
+        #expect(await EndToEndTests.waitFor("old target stopped") { agent.events("stop").count == 1 })
+        let started = try #require(agent.events("start").last)
+        #expect(started["target"]?["value"] == .string("127.0.0.2"))
+        #expect(started["reachable"] == .bool(true))
+        let stopped = try #require(agent.events("stop").first)
+        #expect(stopped["target"]?["value"] == .string("127.0.0.1"))
+        #expect(stopped["event"]?["reason"] == .string("target removed from the configuration"))
+
+        let (status, log) = await agent.stop()
+        #expect(status == 0, "\(log)")
+        #expect(log.contains("Configuration reloaded"))
+        #expect(log.contains("log_level") && log.contains("targets"))
+        #expect(!log.contains("restart"), "nothing is left for a restart")
+        let lines = agent.lines
+        #expect(lines.last?["event"]?["type"] == .string("stop"))
+        #expect(lines.last?["target"]?["value"] == .string("127.0.0.2"))
+        let seqs = lines.compactMap { $0["event"]?["seq"]?.intValue }
+        #expect(seqs == Array(1...Int64(seqs.count)))
+    }
+}
