@@ -43,7 +43,7 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await group.run() }
                 try await body(self)
-                await group.triggerGracefulShutdown()
+                group.triggerGracefulShutdown()
                 try await tasks.waitForAll()
             }
         }
@@ -243,7 +243,7 @@ func writeFile(_ path: String, _ text: String) throws {
             #expect(await eventually { lines.of(.start).count == 2 })
             route.set(nil)
             #expect(await eventually { lines.of(.change).count == 2 })
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let kinds = lines.of(.change).compactMap { $0["target"]?["kind"]?.stringValue }

@@ -133,7 +133,7 @@ enum DualWANParts {
             route.set(DualWANParts.part(wwan0Carrier: false))
             #expect(await eventually { lines.of(.change).count == 1 })
             try await Task.sleep(for: .milliseconds(200))
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let changes = lines.of(.change)

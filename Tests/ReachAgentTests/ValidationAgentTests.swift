@@ -191,7 +191,7 @@ final class FakeProber: Sendable {
             #expect(await eventually { lines.of(.change).count == 1 }, "\(lines.all)")
             #expect(prober.calls("eth0") == 2)
             try await Task.sleep(for: .milliseconds(50))
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let changes = lines.of(.change)
