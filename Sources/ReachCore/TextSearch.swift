@@ -3,7 +3,7 @@
 // `String.contains(_: some StringProtocol)`, `firstRange(of:)`, `ranges(of:)` and `split(separator:)` with a
 // multi-character separator live in _StringProcessing, which every module imports implicitly and which, linked
 // statically with its _RegexParser, costs the shipped binary about 1.2 MB. The shipped build passes
-// `-disable-implicit-string-processing-module-import` (scripts/release-flags), so shipped code searches text with
+// `-disable-implicit-string-processing-module-import` (scripts/build-release), so shipped code searches text with
 // these instead. They compare Characters, as `==` on String does (canonical equivalence), which is what the
 // _StringProcessing forms do for a plain string needle.
 
