@@ -2,9 +2,9 @@
 // the IP bytes its TCP connection sent, read from the bytes getsockopt(TCP_INFO) filled in.
 //
 // `struct tcp_info` is a kernel struct copied to user space, not a wire format: its integers are in the host's byte
-// order, big-endian on the MIPS (ath79, ramips in BE mode) and PowerPC boards some routers still run. The offsets
-// are fixed by the UAPI (the struct only grows at its end, and every u64 falls on an 8-byte boundary, so 32-bit
-// ABIs lay it out the same way).
+// order, big-endian on s390x (and on MIPS BE and PowerPC routers, which have no Swift toolchain). The offsets are
+// fixed by the UAPI (the struct only grows at its end, and every u64 falls on an 8-byte boundary, so 32-bit ABIs
+// lay it out the same way).
 
 public struct TCPInfo: Sendable, Equatable {
     /// tcpi_state: TCP_ESTABLISHED 1, TCP_SYN_SENT 2, … TCP_CLOSE_WAIT 8 (include/net/tcp_states.h).
