@@ -14,7 +14,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // Pure logic: no C module, no I/O.
@@ -66,7 +65,6 @@ let package = Package(
             dependencies: [
                 "GatewayReach", "ReachFiles", "CQMI", "CMBIM", "CNLRoute",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -120,7 +118,6 @@ let package = Package(
             name: "ReachAgentTests",
             dependencies: [
                 "ReachAgent", "ReachTestSupport", "reach", "reach-modem-sim",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ]

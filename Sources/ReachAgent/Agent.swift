@@ -1,9 +1,8 @@
-// `reach agent` and `reach watch`: the ServiceGroup built from a configuration.
+// `reach agent` and `reach watch`: the hub and its runner built from a configuration.
 
 import GatewayReach
 import Glibc
 import Logging
-import ServiceLifecycle
 
 public enum ConfigFile {
     /// The largest config file read (a full one with every key is about 1 KiB).
@@ -36,10 +35,10 @@ public func readTextFile(_ path: String, limit: Int) -> Result<String, SystemErr
 }
 
 /// The pieces of a running agent, for `reach agent`, `reach watch` and tests: the hub (one `Reachability` per
-/// target, and the outputs) and the services that run it.
+/// target, and the outputs) and the runner that runs it.
 public struct AgentAssembly {
     public let hub: AgentHub
-    public let services: [ServiceGroupConfiguration.ServiceConfiguration]
+    public let runner: AgentRunner
 
     /// - Parameters:
     ///   - log / prometheus: the report outputs (nil for `reach watch`).
@@ -50,6 +49,7 @@ public struct AgentAssembly {
     ///   - resolveTimeout: how long one lookup of a host target may take.
     ///   - validationRunner / validationRandom: validation's rounds and its schedule's jitter (tests script them; nil:
     ///     the real probes and the system generator).
+    ///   - stopSignals: the signals that stop the agent gracefully (tests pass none and trigger the stop themselves).
     ///   - logLevel: what a reload's `log_level` changes.
     public init(
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
@@ -57,7 +57,7 @@ public struct AgentAssembly {
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
         modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3),
         validationRunner: ValidationRoundRunner? = nil, validationRandom: (@Sendable () -> Double)? = nil,
-        reloadOnSIGHUP: Bool, logLevel: LogLevelSwitch? = nil, logger: Logger
+        reloadOnSIGHUP: Bool, stopSignals: [Int32] = [SIGTERM, SIGINT], logLevel: LogLevelSwitch? = nil, logger: Logger
     ) {
         let system = ReachabilitySources.system
         // Every target's instance asks for the validation source: one scope for this agent's, so that they share it.
@@ -79,20 +79,16 @@ public struct AgentAssembly {
             clock: clock, wall: wall, sources: sources, modemWorker: modemWorker, resolveTimeout: resolveTimeout,
             logLevel: logLevel, logger: logger)
         self.hub = hub
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: AgentService(hub: hub))]
+        var reload: (@Sendable () async -> Void)? = nil
         if reloadOnSIGHUP {
-            services.append(.init(service: ReloadService(configPath: configPath, hub: hub, logger: logger)))
+            reload = { @Sendable in await ReloadService.reload(configPath: configPath, hub: hub, logger: logger) }
         }
-        self.services = services
+        runner = AgentRunner(hub: hub, reload: reload, shutdownSignals: stopSignals)
     }
 
-    /// Runs until SIGTERM or SIGINT (graceful: the stop lines are written) or a service fails.
-    public func run(logger: Logger) async throws {
-        var groupConfig = ServiceGroupConfiguration(services: services, logger: logger)
-        groupConfig.gracefulShutdownSignals = [.sigterm, .sigint]
-        groupConfig.maximumGracefulShutdownDuration = .seconds(10)
-        let group = ServiceGroup(configuration: groupConfig)
-        try await group.run()
+    /// Runs until SIGTERM or SIGINT (graceful: the stop lines are written, within 10 s).
+    public func run() async {
+        await runner.run()
     }
 }
 

@@ -175,12 +175,12 @@ public enum DiagChecks {
     /// the port, else the general advice.
     static func errorHint(_ m: ModemState, _ e: String) -> String {
         let proxy = m.protocol == .qmi ? "qmi-proxy" : "mbim-proxy"
-        if e.contains("refused us") {
+        if e.contains(text: "refused us") {
             return "run reach as root (without capabilities, as the shipped unit does: config/reach.service): \(proxy) "
                 + "serves only root or the user lib\(m.protocol.rawValue) was built for; where no ModemManager runs, "
                 + "modems.access direct also works"
         }
-        if e.contains("the port is also open in") {
+        if e.contains(text: "the port is also open in") {
             return "another program holds the port and takes replies meant for reach: stop it, or let both share the "
                 + "modem through \(proxy) (qmicli -p, mbimcli -p, ModemManager) with modems.access auto"
         }
@@ -233,7 +233,7 @@ public enum DiagChecks {
         let title = "Modem port shared safely"
         let how = path == .proxy ? "through \(proxy)" : "directly"
         guard let reason = m.accessReason else { return DiagCheck(id + ".access", title, .ok, how) }
-        if reason.contains("the port is also open in") {
+        if reason.contains(text: "the port is also open in") {
             return DiagCheck(
                 id + ".access", title, .warn, "\(how); \(reason)",
                 hint: "two readers of one port lose each other's replies: make the other program use \(proxy) "

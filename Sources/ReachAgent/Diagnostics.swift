@@ -117,7 +117,7 @@ public enum Diagnostics {
             let started = state?["agent"]?["started"]?.stringValue ?? "?"
             return DiagCheck("agent", "Agent", .ok, "running since \(started); readings from it (\(readings.detail))")
         }
-        if readings.detail.contains("stale") {
+        if readings.detail.contains(text: "stale") {
             return DiagCheck("agent", "Agent", .warn, readings.detail + "; read directly",
                              hint: "the agent answers but its sources stopped updating: see its log (journalctl -u reach, logread)")
         }

@@ -1,54 +1,81 @@
-// The agent's services. The ServiceGroup starts them in order and shuts them down in reverse: the reload service
-// goes first, then the agent's instances stop (their sources first, then the stop lines) and its sinks drain.
+// Running the agent: the hub until SIGTERM or SIGINT (or a test's trigger), SIGHUP reloading the configuration
+// meanwhile, then the stop lines within a bounded time. (This was a swift-service-lifecycle ServiceGroup of two
+// services; the few lines below do the same without its ~1.4 MB of dependencies in the static binary.)
 
 import GatewayReach
+import Glibc
 import Logging
-import ServiceLifecycle
-import UnixSignals
+import Synchronization
 
-/// Runs the hub: its sinks and one `Reachability` per target until a graceful shutdown (or cancellation), then the
-/// stop lines.
-public struct AgentService: Service {
-    let hub: AgentHub
+/// Runs one `AgentHub`. `run()` starts the hub, waits for a graceful shutdown (a signal in `shutdownSignals`, or
+/// `triggerGracefulShutdown()`), then stops the hub: every instance writes its stop line and the sinks drain. If that
+/// takes longer than `maximumShutdown`, the stop is cancelled (its sinks hurry); a cancelled `run()` stops with the
+/// reason "cancelled". Run it once.
+public final class AgentRunner: Sendable {
+    public let hub: AgentHub
+    let reload: (@Sendable () async -> Void)?
+    let shutdownSignals: [Int32]
+    let maximumShutdown: Duration
+    private let requests: AsyncStream<Void>
+    private let requester: AsyncStream<Void>.Continuation
 
-    public init(hub: AgentHub) {
+    /// - Parameters:
+    ///   - reload: what SIGHUP does (nil: SIGHUP is not watched).
+    ///   - shutdownSignals: the signals that stop the agent gracefully (none in tests, which trigger it).
+    public init(
+        hub: AgentHub, reload: (@Sendable () async -> Void)?, shutdownSignals: [Int32] = [SIGTERM, SIGINT],
+        maximumShutdown: Duration = .seconds(10)
+    ) {
         self.hub = hub
+        self.reload = reload
+        self.shutdownSignals = shutdownSignals
+        self.maximumShutdown = maximumShutdown
+        (requests, requester) = AsyncStream<Void>.makeStream()
     }
 
+    /// Asks a running (or a later) `run()` to stop gracefully.
+    public func triggerGracefulShutdown() { requester.yield(()) }
+
     public func run() async {
+        let watched = shutdownSignals + (reload == nil ? [] : [SIGHUP])
+        let signals = await SignalWatch(watched)
         await hub.start()
-        // Returns when the group shuts down gracefully (SIGTERM, SIGINT) or the task is cancelled.
-        let cancelled: Bool
-        do {
-            try await gracefulShutdown()
-            cancelled = false
-        } catch {
-            cancelled = true
+        await withTaskGroup(of: Void.self) { group in
+            if !watched.isEmpty {
+                group.addTask { [reload, requester] in
+                    for await number in signals {
+                        if number == SIGHUP {
+                            await reload?()
+                        } else {
+                            requester.yield(())
+                            return
+                        }
+                    }
+                }
+            }
+            // The first request ends the wait; so does cancellation (the iterator then returns nil).
+            for await _ in requests { break }
+            group.cancelAll()
         }
-        await hub.stop(reason: cancelled || Task.isCancelled ? "cancelled" : "graceful shutdown")
+        let reason = Task.isCancelled ? "cancelled" : "graceful shutdown"
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [hub] in
+                await hub.stop(reason: reason)
+                return true
+            }
+            group.addTask { [maximumShutdown] in
+                try? await Task.sleep(for: maximumShutdown)
+                return false
+            }
+            _ = await group.next()
+            group.cancelAll()
+        }
     }
 }
 
 /// SIGHUP: read the config file again. A bad file is refused with an error naming the key, and the running
 /// configuration stays. The report log is reopened either way (after an external move of the file).
-public struct ReloadService: Service {
-    let configPath: String?
-    let hub: AgentHub
-    let logger: Logger
-
-    public init(configPath: String?, hub: AgentHub, logger: Logger) {
-        self.configPath = configPath
-        self.hub = hub
-        self.logger = logger
-    }
-
-    public func run() async {
-        let signals = await UnixSignalsSequence(trapping: .sighup)
-        for await _ in signals.cancelOnGracefulShutdown() {
-            await Self.reload(configPath: configPath, hub: hub, logger: logger)
-        }
-    }
-
+public enum ReloadService {
     /// One reload, as SIGHUP does it. Returns whether the new configuration was taken.
     @discardableResult
     public static func reload(configPath: String?, hub: AgentHub, logger: Logger) async -> Bool {

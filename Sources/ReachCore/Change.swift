@@ -404,7 +404,7 @@ public enum ChangeReason {
             ]
             for (field, label, from, to) in transitions where changed.contains(field) {
                 let arrow = "\(from)→\(to)"
-                if field == .wwanStatus ? !parts.contains(where: { $0.contains(arrow) }) : parts.isEmpty {
+                if field == .wwanStatus ? !parts.contains(where: { $0.contains(text: arrow) }) : parts.isEmpty {
                     parts.append("\(label) \(arrow)")
                 }
             }

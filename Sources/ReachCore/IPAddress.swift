@@ -48,7 +48,7 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     static func parseIPv6(_ s: Substring) -> [UInt8]? {
         guard !s.isEmpty, s.count <= 45 else { return nil }
-        let halves = s.components(separatedBy: "::")
+        let halves = s.pieces(separatedBy: "::")
         guard halves.count <= 2 else { return nil }
 
         // Each side is a list of 16-bit groups; the last group of the whole address may be an IPv4 dotted quad.
@@ -109,18 +109,5 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         func hex(_ r: Range<Int>) -> String { words[r].map { String($0, radix: 16) }.joined(separator: ":") }
         if bestStart < 0 { return hex(0..<8) }
         return hex(0..<bestStart) + "::" + hex((bestStart + bestLen)..<8)
-    }
-}
-
-extension Substring {
-    func components(separatedBy separator: String) -> [Substring] {
-        var result: [Substring] = []
-        var rest = self[...]
-        while let r = rest.firstRange(of: separator) {
-            result.append(rest[rest.startIndex..<r.lowerBound])
-            rest = rest[r.upperBound...]
-        }
-        result.append(rest)
-        return result
     }
 }

@@ -319,7 +319,7 @@ extension MBIMDataClass {
         let table: [(String, MBIMDataClass, MBIMDataClass)] = [
             ("5GSA", .nr5gSA, []), ("5G", .nr5gNSA, .nr5gSA), ("HSPA+", [.hsdpa, .hsupa], []),
         ]
-        for (needle, primary, secondary) in table where name.contains(needle) {
+        for (needle, primary, secondary) in table where name.contains(text: needle) {
             // MM tests `orig & primary`: any bit of the primary class already present selects the secondary.
             self = capsClass.isDisjoint(with: primary) ? primary : secondary
             return

@@ -93,6 +93,9 @@ public struct NetlinkAttributes: Sendable, Equatable {
 
 /// Netlink integers are in the host's byte order (not network order).
 public enum NativeInteger {
+    /// True on a big-endian host (MIPS BE, PowerPC, s390x): where host-order structs differ from little-endian.
+    public static let isBigEndian = UInt16(1).bigEndian == 1
+
     /// Two bytes in host order as a UInt16.
     public static func u16(_ first: UInt8, _ second: UInt8) -> UInt16 {
         var value: UInt16 = 0

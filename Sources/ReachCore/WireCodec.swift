@@ -179,10 +179,12 @@ public struct WireFrameBuffer: Sendable {
     /// The next whole payload, nil when more bytes are needed.
     public mutating func next() throws(WireError) -> [UInt8]? {
         guard bytes.count - start >= 4 else { return nil }
-        let length = Int(bytes[start]) << 24 | Int(bytes[start + 1]) << 16 | Int(bytes[start + 2]) << 8
-            | Int(bytes[start + 3])
-        guard length <= maxPayload else {
-            throw WireError("a frame announces \(length) bytes, more than the \(maxPayload) allowed")
+        // Assembled as a UInt32: on a 32-bit board (armv7) an Int would turn a length of 2^31 or more negative, and
+        // a negative length passes the bound below and then traps on the slice.
+        let announced = UInt32(bytes[start]) << 24 | UInt32(bytes[start + 1]) << 16 | UInt32(bytes[start + 2]) << 8
+            | UInt32(bytes[start + 3])
+        guard let length = Int(exactly: announced), length <= maxPayload else {
+            throw WireError("a frame announces \(announced) bytes, more than the \(maxPayload) allowed")
         }
         guard bytes.count - start - 4 >= length else { return nil }
         let payload = Array(bytes[(start + 4)..<(start + 4 + length)])

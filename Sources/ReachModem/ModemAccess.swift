@@ -247,7 +247,7 @@ public enum PortHolders {
 
     /// Adds to `accessReason` who else holds the port, once the port was opened (`access` set), unless said already.
     static func noteInAccess(_ state: inout ModemState, path: String, protocol p: ModemProtocol) {
-        guard scanHere, let access = state.access, !(state.accessReason?.contains("also open in") ?? false) else { return }
+        guard scanHere, let access = state.access, !(state.accessReason?.contains(text: "also open in") ?? false) else { return }
         let proxy = access == .proxy
         guard let busy = ProcFacts.holdersNote(path, excluding: proxy ? [proxyName(p)] : []) else { return }
         let note = busy + (proxy
@@ -259,8 +259,8 @@ public enum PortHolders {
     /// Adds to the error of a port that could not be opened or read what else holds it (a proxy that refused us is
     /// the cause already; the holders would only add noise).
     static func noteInError(_ state: inout ModemState, path: String) {
-        guard scanHere, state.present, let error = state.error, !error.contains("refused us"),
-            !error.contains("also open in"), let busy = ProcFacts.holdersNote(path, mentionHidden: geteuid() != 0)
+        guard scanHere, state.present, let error = state.error, !error.contains(text: "refused us"),
+            !error.contains(text: "also open in"), let busy = ProcFacts.holdersNote(path, mentionHidden: geteuid() != 0)
         else { return }
         state.error = error + "; " + busy
     }

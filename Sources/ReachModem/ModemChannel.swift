@@ -437,8 +437,8 @@ actor ModemChannel {
         if let e = error as? GLibError {
             if e.isGIOClosed { return true }
             let m = e.message.lowercased()
-            return m.contains("no such file") || m.contains("no such device") || m.contains("hang-up")
-                || m.contains("input/output error")
+            return m.contains(text: "no such file") || m.contains(text: "no such device") || m.contains(text: "hang-up")
+                || m.contains(text: "input/output error")
         }
         return false
     }

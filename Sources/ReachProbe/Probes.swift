@@ -193,28 +193,14 @@ enum HTTPProbe {
     }
 }
 
-/// IP bytes a TCP socket sent, from the kernel's counters (`struct tcp_info`, linux/tcp.h; the layout only grows):
-/// the payload sent (tcpi_bytes_sent, retransmissions included) plus, per segment sent (tcpi_segs_out), an IP header and
-/// a TCP header with the timestamp option (RFC 7323) when it was negotiated, the SYN's larger options, and the one
-/// segment close(2) sends on a connection that is established (FIN, or RST when answer bytes were left unread).
+/// IP bytes a TCP socket sent, from the kernel's counters (`TCPInfo` reads them and does the sum).
 enum TCPCounters {
     static func bytesSent(_ socket: ProbeSocket) -> Int {
         var info = [UInt8](repeating: 0, count: 232)
         var len = socklen_t(info.count)
         let r = info.withUnsafeMutableBytes { getsockopt(socket.fd, Int32(IPPROTO_TCP), TCP_INFO, $0.baseAddress, &len) }
-        guard r == 0, len >= 208 else { return 0 }
-        func u32(_ at: Int) -> Int { Int(info[at]) | Int(info[at + 1]) << 8 | Int(info[at + 2]) << 16 | Int(info[at + 3]) << 24 }
-        func u64(_ at: Int) -> Int { u32(at) | u32(at + 4) << 32 }
-        let state = Int(info[0])  // TCP_ESTABLISHED 1, TCP_SYN_SENT 2, … TCP_CLOSE_WAIT 8 (include/net/tcp_states.h)
-        let timestamps = info[5] & 1 != 0  // tcpi_options & TCPI_OPT_TIMESTAMPS
-        let segmentsOut = u32(136)  // tcpi_segs_out
-        let payload = u64(200)  // tcpi_bytes_sent
-        let synRetransmits = state == 2 ? u32(100) : 0  // tcpi_total_retrans while the SYN is unanswered
-        let tcpHeader = 20 + (timestamps ? 12 : 0)
-        let synExtra = 40 - tcpHeader  // Linux's SYN carries MSS, SACK-permitted, timestamp and window scale: 20 bytes
-        var bytes = payload + segmentsOut * (socket.ipHeaderBytes + tcpHeader) + (1 + synRetransmits) * synExtra
-        if state == 1 || state == 8 { bytes += socket.ipHeaderBytes + tcpHeader }
-        return segmentsOut == 0 ? 0 : bytes
+        guard r == 0, let counters = TCPInfo(Array(info[..<min(Int(len), info.count)])) else { return 0 }
+        return counters.ipBytesSent(ipHeaderBytes: socket.ipHeaderBytes)
     }
 }
 

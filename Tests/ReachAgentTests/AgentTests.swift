@@ -2,7 +2,6 @@ import Glibc
 import GatewayReach
 import Logging
 import ReachAgent
-import ServiceLifecycle
 import ReachTestSupport
 import Testing
 
@@ -15,7 +14,7 @@ import Testing
         let wifi = FakeWiFiSource()
         let lines = LineCollector()
         let agent: AgentAssembly
-        let group: ServiceGroup
+        let group: AgentRunner
 
         /// `validation` with `prober`: validation on, its rounds scripted (ValidationAgentTests).
         init(
@@ -42,9 +41,9 @@ import Testing
         func run(_ body: (Rig) async throws -> Void) async throws {
             let group = self.group
             try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await group.run() }
+                tasks.addTask { await group.run() }
                 try await body(self)
-                await group.triggerGracefulShutdown()
+                group.triggerGracefulShutdown()
                 try await tasks.waitForAll()
             }
         }
@@ -239,12 +238,12 @@ func writeFile(_ path: String, _ text: String) throws {
         config.changes.holdDownSeconds = 0
         let (_, group) = testAgent(config, clock: clock, route: route, lines: lines)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask { await group.run() }
             route.set(Routes.via("eth0", kind: .ethernet))
             #expect(await eventually { lines.of(.start).count == 2 })
             route.set(nil)
             #expect(await eventually { lines.of(.change).count == 2 })
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let kinds = lines.of(.change).compactMap { $0["target"]?["kind"]?.stringValue }

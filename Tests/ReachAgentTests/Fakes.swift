@@ -6,7 +6,6 @@ import Logging
 import ReachAgent
 import ReachCore
 import ReachTestSupport
-import ServiceLifecycle
 import GatewayReach
 import Synchronization
 
@@ -28,12 +27,12 @@ final class LineCollector: Sendable {
 func testAgent(
     _ config: AgentConfig, clock: ManualClock, route: FakeRouteSource, lines: LineCollector, wifi: FakeWiFiSource? = nil,
     validationRunner: ValidationRoundRunner? = nil
-) -> (AgentAssembly, ServiceGroup) {
+) -> (AgentAssembly, AgentRunner) {
     let agent = AgentAssembly(
         config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
         wall: wallClock(clock), route: route, modems: [], wifi: wifi, validationRunner: validationRunner,
-        validationRandom: { 0.5 }, reloadOnSIGHUP: false, logger: testLogger())
-    return (agent, ServiceGroup(configuration: ServiceGroupConfiguration(services: agent.services, logger: testLogger())))
+        validationRandom: { 0.5 }, reloadOnSIGHUP: false, stopSignals: [], logger: testLogger())
+    return (agent, agent.runner)
 }
 
 /// A file system that plays the kernel for `write`: each write's result is taken from a script (a count, or an errno),

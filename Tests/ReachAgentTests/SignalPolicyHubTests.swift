@@ -28,7 +28,7 @@ import Testing
         modem.set([Self.lteModem()])
         let agent = AgentAssembly(
             config: config, configPath: nil, log: nil, prometheus: nil, onLine: lines.handler, clock: clock,
-            wall: wallClock(clock), route: route, modems: [modem], wifi: nil, reloadOnSIGHUP: false, logger: testLogger())
+            wall: wallClock(clock), route: route, modems: [modem], wifi: nil, reloadOnSIGHUP: false, stopSignals: [], logger: testLogger())
         let hub = agent.hub
         await hub.start()
         #expect(await eventually { lines.of(.start).count == 1 })

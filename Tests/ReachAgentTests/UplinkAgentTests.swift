@@ -2,7 +2,6 @@ import Foundation
 import GatewayReach
 import ReachAgent
 import ReachTestSupport
-import ServiceLifecycle
 import Testing
 
 /// A dual-WAN gateway's route parts as the route source hands them to the hub: eth0 (metric 10) and wwan0 (a
@@ -128,13 +127,13 @@ enum DualWANParts {
         config.changes.holdDownSeconds = 0
         let (_, group) = testAgent(config, clock: clock, route: route, lines: lines)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask { await group.run() }
             route.set(DualWANParts.part())
             #expect(await eventually { lines.of(.start).count == 2 })
             route.set(DualWANParts.part(wwan0Carrier: false))
             #expect(await eventually { lines.of(.change).count == 1 })
             try await Task.sleep(for: .milliseconds(200))
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let changes = lines.of(.change)

@@ -2,7 +2,6 @@ import Foundation
 import GatewayReach
 import ReachAgent
 import ReachTestSupport
-import ServiceLifecycle
 import Synchronization
 import Testing
 
@@ -177,7 +176,7 @@ final class FakeProber: Sendable {
         config.validation.downAfter = 1
         let (_, group) = testAgent(config, clock: clock, route: route, lines: lines, wifi: wifi, validationRunner: prober.runner)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask { await group.run() }
             wifi.set([])
             route.set(DualWANParts.part())
             #expect(await eventually { lines.of(.start).count == 2 })
@@ -192,7 +191,7 @@ final class FakeProber: Sendable {
             #expect(await eventually { lines.of(.change).count == 1 }, "\(lines.all)")
             #expect(prober.calls("eth0") == 2)
             try await Task.sleep(for: .milliseconds(50))
-            await group.triggerGracefulShutdown()
+            group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
         let changes = lines.of(.change)

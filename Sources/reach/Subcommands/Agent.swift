@@ -14,8 +14,7 @@ extension Reach {
             discussion: """
                 Signals: SIGTERM or SIGINT stop gracefully (a last "stop" line is written); SIGHUP reloads the \
                 configuration (a bad file is refused, the running one kept) and reopens the report log.
-                Exit status: 0 stopped by a signal, 1 a service failed (e.g. the rtnetlink monitor), 64 bad usage, \
-                78 bad configuration.
+                Exit status: 0 stopped by a signal, 64 bad usage, 78 bad configuration.
                 """,
             options: [
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists, else the built-in defaults)."),
@@ -49,15 +48,10 @@ extension Reach {
                 "Agent started",
                 metadata: [
                     "version": "\(GatewayReachVersion.string)", "report.path": "\(cfg.report.path)",
-                    "report.interval_seconds": "\(cfg.report.intervalSeconds)", "services": "\(agent.services.count)",
+                    "report.interval_seconds": "\(cfg.report.intervalSeconds)",
                 ])
-            do {
-                try await agent.run(logger: logger)
-                return ExitStatus.ok
-            } catch {
-                logger.error("Agent stopped on a failure", metadata: ["error": "\(error)"])
-                return 1
-            }
+            await agent.run()
+            return ExitStatus.ok
         }
     }
 }

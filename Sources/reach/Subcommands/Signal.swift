@@ -9,7 +9,6 @@ import Logging
 import ReachAgent
 import ReachCommandLine
 import Synchronization
-import UnixSignals
 
 extension Reach {
     struct Signal: Subcommand {
@@ -123,7 +122,7 @@ extension Reach {
             let lastModel = LastModel()
             let (json, showIdentifiers, interval) = (json, showIdentifiers, interval)
             terminal?.enter()
-            let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm, .sighup, .sigwinch, .sigcont)
+            let signals = await SignalWatch([SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGCONT])
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await sampler.run(feed) { time, snapshot, model in
@@ -144,10 +143,10 @@ extension Reach {
                 group.addTask {
                     for await signal in signals {
                         switch signal {
-                        case .sigwinch, .sigcont:
+                        case SIGWINCH, SIGCONT:
                             // Resized, or back from Ctrl-Z: enter the screen again and draw what there is.
                             guard let terminal, let model = lastModel.withLock({ $0 }) else { continue }
-                            if signal == .sigcont { terminal.enter() }
+                            if signal == SIGCONT { terminal.enter() }
                             terminal.draw(LiveSignalText.frame(model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width))
                         default:
                             return

@@ -60,13 +60,8 @@ extension Reach {
                 // --resolve-timeout bounds each lookup of a host target, as in `reach status`.
                 clock: ContinuousAgentClock(), modemWorker: Reach.modemWorker,
                 resolveTimeout: .seconds(targetOptions.resolveTimeout), reloadOnSIGHUP: false, logger: logger)
-            do {
-                try await agent.run(logger: logger)
-                return ExitStatus.ok
-            } catch {
-                printError("reach watch: \(error)")
-                return 1
-            }
+            await agent.run()
+            return ExitStatus.ok
         }
     }
 }
