@@ -1,7 +1,7 @@
 // Host-name resolution that never blocks the caller past a deadline.
 //
 // getaddrinfo(3) blocks, and a dead DNS server stalls it for the resolver's full retry budget (Apple's Reachability
-// sample warns of ~30 s; ANCHORS.md §5.2). It runs here on a detached thread of its own; the caller waits for the
+// sample, Reachability.m, warns of ~30 s). It runs here on a detached thread of its own; the caller waits for the
 // answer or the deadline, whichever comes first. A late answer is dropped when it arrives.
 
 import Glibc

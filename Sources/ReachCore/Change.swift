@@ -1,6 +1,6 @@
 // Change detection: which changes of a stream of snapshots are worth one notification, exactly once.
 //
-// The peers' complaints (ANCHORS.md §5.3) are duplicates (a callback per registration, AFNetworking #4302) and
+// The peers' complaints (their issue trackers) are duplicates (a callback per registration, AFNetworking #4302) and
 // flapping (a notReachable→reachable pair on every reconnect, Alamofire #2707). The rules here:
 // - A field is reported when its value differs from the last *reported* value, never because a source spoke again:
 //   the same state delivered twice is no change.

@@ -1,6 +1,6 @@
 // SCNetworkReachability-style flags derived from a plain route-lookup result, and the statuses built on them.
 //
-// The flag bits are Apple's (SCNetworkReachability.h, ANCHORS.md §4.3) so that code ported from iOS can test the
+// The flag bits are Apple's (SCNetworkReachability.h) so that code ported from iOS can test the
 // same bits. Linux has no on-demand or on-traffic connections, so those two bits are never set here.
 
 /// SCNetworkReachabilityFlags, with Apple's bit values.

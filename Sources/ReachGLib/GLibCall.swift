@@ -3,7 +3,7 @@
 //
 // The C callback is one top-level, non-capturing function (`glibAsyncReady`); the state travels through
 // `user_data` as a retained `GLibPendingCall`. (A capturing closure cannot be a C function pointer, and in Swift 6
-// mode swiftc 6.3.1 crashed trying; see STYLE-ANCHORS §6.) Each call has its own GCancellable and a deadline on
+// mode swiftc 6.3.1 crashed trying.) Each call has its own GCancellable and a deadline on
 // the loop: whichever comes first (the reply, the deadline, the task's cancellation) resumes the continuation,
 // exactly once, on the loop thread. A late reply is still finished (so its output is freed) and dropped.
 

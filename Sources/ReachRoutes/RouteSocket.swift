@@ -1,6 +1,6 @@
 // An rtnetlink request/response socket over libnl-3, with the receive loop iw and netifd use: VALID, FINISH, ACK
 // and ERROR callbacks, looping `nl_recvmsgs` until one of them says the exchange is over. (`nl_send_sync` returns
-// after the data reply and leaves the ACK queued for the next request; TEST-RIGS.md §3.2.)
+// after the data reply and leaves the ACK queued for the next request: libnl's lib/nl.c.)
 
 import CNetlinkShims
 import Glibc

@@ -1,6 +1,6 @@
 // nl80211 messages decoded from bytes into plain values: interfaces, scan results (BSS), stations, events.
 //
-// Numbers are the kernel UAPI's (`linux/nl80211.h`, a stable ABI; ANCHORS.md §6). Each decoder takes the payload
+// Numbers are the kernel UAPI's (`linux/nl80211.h`, a stable ABI). Each decoder takes the payload
 // libnl hands over (generic netlink header + attributes) and returns nil only when the message is not what it
 // claims to be (too short, or a required attribute such as the interface index is missing).
 import ReachCore

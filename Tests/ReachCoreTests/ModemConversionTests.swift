@@ -1,7 +1,7 @@
 import Testing
 @testable import ReachCore
 
-/// MBIM and QMI vocabularies → technologies (ModemManager mm-modem-helpers-mbim.c / -qmi.c, ANCHORS.md §1.3-1.4).
+/// MBIM and QMI vocabularies → technologies (ModemManager mm-modem-helpers-mbim.c / -qmi.c).
 @Suite struct ModemConversionTests {
     @Test(arguments: [
         (UInt32(0x0000_0001), ["gprs"]),

@@ -2,7 +2,7 @@ import Testing
 @testable import ReachCore
 
 /// Generations follow Android's network classes (TelephonyManager NETWORK_CLASS_BITMASK_2G/3G/4G/5G,
-/// ANCHORS.md §2.1); where YYReachability differs, the test says so.
+/// AOSP TelephonyManager.java); where YYReachability differs, the test says so.
 @Suite struct RadioAccessTechnologyTests {
     @Test(arguments: [
         // 2G: GSM|GPRS|EDGE|CDMA|1xRTT (NETWORK_CLASS_BITMASK_2G = 32843)

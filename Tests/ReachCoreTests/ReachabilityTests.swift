@@ -1,7 +1,7 @@
 import Testing
 @testable import ReachCore
 
-/// SCNetworkReachabilityFlags bit values and the statuses built on them (ANCHORS.md §4.3).
+/// SCNetworkReachabilityFlags bit values and the statuses built on them (SCNetworkReachability.h).
 @Suite struct ReachabilityTests {
     /// Apple's SCNetworkReachability.h values, bit for bit.
     @Test func flagBitsAreApples() {

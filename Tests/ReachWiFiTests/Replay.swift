@@ -1,5 +1,5 @@
 // A scripted kernel behind the real libnl: requests sent through a genl socket are answered from captured
-// messages, via libnl's own send/receive overrides (nl_cb_overwrite_send/recv; TEST-RIGS.md §3.2). Everything
+// messages, via libnl's own send/receive overrides (nl_cb_overwrite_send/recv, libnl's include/netlink/handlers.h). Everything
 // above the socket, libnl's sequence checks, NLMSG_DONE/ERROR handling and callbacks included, runs for real.
 //
 // Rules kept: one datagram per receive; each reply gets the request's sequence number and port; nl80211 replies
