@@ -61,27 +61,6 @@ final class WorkerEnd: Sendable {
     }
 }
 
-/// Starts `body` on a detached thread of its own. Returns false when no thread could be made.
-@discardableResult
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box: @unchecked Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { arg in
-        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
-        return nil
-    }, box)
-    if rc != 0 {
-        Unmanaged<Box>.fromOpaque(box).release()
-        return false
-    }
-    pthread_detach(thread)
-    return true
-}
-
 /// The monotonic clock in milliseconds, for the workers' own deadlines.
 func monotonicMilliseconds() -> Int64 {
     var ts = timespec()

@@ -11,6 +11,7 @@
 import CGLibShims
 import Logging
 import ReachCore
+import ReachFiles
 import ReachTime
 import Synchronization
 

@@ -9,6 +9,7 @@
 import CGLibShims
 import Logging
 import ReachCore
+import ReachFiles
 import ReachGLib
 import Synchronization
 
@@ -168,28 +169,6 @@ func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         if n <= 0 { return false }
         offset += n
     }
-    return true
-}
-
-/// Runs `body` on a detached thread of its own (blocking work that must stay off Swift concurrency's pool). False
-/// when no thread could be had (the body is then not run).
-@discardableResult
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { arg in
-        Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
-        return nil
-    }, box)
-    if rc != 0 {
-        Unmanaged<Box>.fromOpaque(box).release()
-        return false
-    }
-    pthread_detach(thread)
     return true
 }
 
