@@ -35,6 +35,10 @@ enum WorkerEnd: Error, Sendable, Equatable, CustomStringConvertible {
     case notStarted(String)
     /// It refused its request.
     case refused(String)
+    /// It closed its socket but had not exited this long after: killed.
+    case lingered(Duration)
+    /// Reading its socket failed (an error, not end of file): killed.
+    case socketFailed(String)
 
     /// The modem library a worker of this protocol runs.
     static func library(_ p: ModemProtocol?) -> String {
@@ -64,6 +68,10 @@ enum WorkerEnd: Error, Sendable, Equatable, CustomStringConvertible {
             return "modem worker could not be started: \(why)"
         case let .refused(why):
             return "modem worker refused its request: \(why)"
+        case let .lingered(limit):
+            return "modem worker closed its socket but did not exit within \(limit.milliseconds) ms (\(library)); killed"
+        case let .socketFailed(why):
+            return "modem worker's socket failed (\(why)); killed"
         }
     }
 
@@ -173,7 +181,7 @@ final class WorkerProcess: Sendable {
 
         func kill(_ end: WorkerEnd) -> (WorkerEnd, String?) {
             Glibc.kill(pid, SIGKILL)
-            _ = reap(blocking: true)
+            reap()
             return (end, fatalLog)
         }
 
@@ -196,10 +204,15 @@ final class WorkerProcess: Sendable {
             if ready < 0 && errno != EINTR { return kill(.malformed("poll: \(String(cString: strerror(errno)))")) }
             guard ready > 0 else { continue }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
+            if n < 0 {
+                if errno == EINTR { continue }
+                // ECONNRESET is how a worker that died with our request unread shows up: its status says more.
+                if errno == ECONNRESET { return (reapExiting(), fatalLog) }
+                return kill(.socketFailed("recv: \(String(cString: strerror(errno)))"))
+            }
+            if n == 0 {
                 // End of file: the worker is exiting (or closed its socket, which only an exiting worker does).
-                return (reap(blocking: false), fatalLog)
+                return (reapExiting(), fatalLog)
             }
             buffer.append(chunk[0..<n])
             do {
@@ -215,7 +228,7 @@ final class WorkerProcess: Sendable {
                     case let .result(_, states) where states.count > WorkerLimits.maxStates:
                         return kill(.malformed("\(states.count) states in one result"))
                     case let .refused(why):
-                        _ = reap(blocking: false)
+                        _ = reapExiting()
                         return (.refused(String(why.prefix(200))), fatalLog)
                     default:
                         break
@@ -228,19 +241,25 @@ final class WorkerProcess: Sendable {
         }
     }
 
-    /// Reaps the worker; a worker that has not exited 2 s after closing its socket is killed first.
-    private func reap(blocking: Bool) -> WorkerEnd {
+    /// Reaps a worker that is exiting (its socket closed): how it ended, or `.lingered` when it had not exited 2 s
+    /// later and was killed (its status would then only say SIGKILL, which was ours).
+    private func reapExiting() -> WorkerEnd {
         var status: Int32 = 0
-        if !blocking {
-            // End of file comes as the worker exits; its exit status a moment later.
-            for _ in 0..<2000 {
-                let r = waitpid(pid, &status, WNOHANG)
-                if r == pid { return WorkerProcess.end(status) }
-                if r < 0 && errno != EINTR { return .exited(-1) }
-                usleep(1000)
-            }
-            Glibc.kill(pid, SIGKILL)
+        for _ in 0..<2000 {
+            let r = waitpid(pid, &status, WNOHANG)
+            if r == pid { return WorkerProcess.end(status) }
+            if r < 0 && errno != EINTR { return .exited(-1) }
+            usleep(1000)
         }
+        Glibc.kill(pid, SIGKILL)
+        _ = reap()
+        return .lingered(.seconds(2))
+    }
+
+    /// Waits for the worker to end (after a SIGKILL of ours, or when it is known to be exiting).
+    @discardableResult
+    private func reap() -> WorkerEnd {
+        var status: Int32 = 0
         while true {
             let r = waitpid(pid, &status, 0)
             if r == pid { return WorkerProcess.end(status) }

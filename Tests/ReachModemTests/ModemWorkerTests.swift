@@ -55,14 +55,24 @@ import Testing
     @Test func silenceIsAHang() async throws {
         // Nothing at all: killed at the start-up limit.
         var (end, _, _, elapsed) = await Self.supervise("sleep 30", timing: Self.fast)
-        #expect(end == .hung(.milliseconds(500)))
+        #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
         #expect(elapsed < .seconds(5), "\(elapsed)")
         // Heartbeats, then silence: killed one silence limit after the last.
         let beat = try Self.frame(.heartbeat)
         (end, _, _, elapsed) = await Self.supervise(
             "\(Self.printf(beat)); sleep 0.2; \(Self.printf(beat)); sleep 30", timing: Self.fast)
-        #expect(end == .hung(.milliseconds(500)))
+        #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
         #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(5), "\(elapsed)")
+    }
+
+    /// A worker that closes its socket and stays: killed 2 s later, and the end says so rather than naming the SIGKILL,
+    /// which was the supervisor's own.
+    @Test func closingTheSocketWithoutExitingIsNamed() async throws {
+        let (end, _, _, elapsed) = await Self.supervise("exec 3>&-; sleep 30", timing: Self.fast)
+        #expect(end == .lingered(.seconds(2)), "after \(elapsed)")
+        #expect(end.message(protocol: .qmi, lastFatalLog: nil)
+            == "modem worker closed its socket but did not exit within 2000 ms (libqmi); killed")
+        #expect(elapsed >= .seconds(2) && elapsed < .seconds(6), "\(elapsed)")
     }
 
     @Test func aReadThatBeatsForeverIsCutAtItsDeadline() async throws {
