@@ -13,17 +13,48 @@ let setnsFunction: @convention(c) (Int32, Int32) -> Int32 = unsafeBitCast(
     dlsym(UnsafeMutableRawPointer(bitPattern: 0), "setns")!, to: (@convention(c) (Int32, Int32) -> Int32).self)
 let cloneNewNet: Int32 = 0x4000_0000  // CLONE_NEWNET
 
-/// Runs `body` on a fresh thread (off the cooperative pool) that has joined `ns`'s network namespace. Sockets made
-/// there stay in it.
+/// Runs `body` on a fresh thread (off the cooperative pool) that has joined `ns`'s network namespace, and returns the
+/// thread to its own namespace before it hands the result back. Sockets made there stay in `ns`.
+///
+/// Nothing started inside `body` may outlive it on a thread: a thread inherits its creator's namespace, and so do the
+/// processes it spawns. Resuming a task from a thread can make Dispatch grow the cooperative pool with a thread
+/// created right there (`_dispatch_root_queue_poke_slow`); a pool thread born in `ns` would then spawn other tests'
+/// children in it, and the namespace's teardown kills everything in it. So the thread goes back before it resumes
+/// anyone, and monitors are made with `startReading: false` and started outside.
 func inNamespace<T: Sendable>(_ ns: Namespace, _ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await offPool {
+        let home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+        guard home >= 0 else { throw TestFailure("open /proc/thread-self/ns/net: \(String(cString: strerror(errno)))") }
+        defer { close(home) }
         let fd = open("/run/netns/\(ns.name)", O_RDONLY | O_CLOEXEC)
         guard fd >= 0, setnsFunction(fd, cloneNewNet) == 0 else {
+            if fd >= 0 { close(fd) }
             throw TestFailure("setns \(ns.name): \(String(cString: strerror(errno)))")
         }
         close(fd)
-        return try body()
+        let result = Result { try body() }
+        // Not back home, this thread must not resume anyone: trap rather than poison the pool.
+        precondition(setnsFunction(home, cloneNewNet) == 0, "setns back: \(String(cString: strerror(errno)))")
+        return try result.get()
     }
+}
+
+/// How many threads of this process are in `ns`'s network namespace.
+func threadsIn(_ ns: Namespace) -> Int {
+    var target = stat()
+    guard stat("/run/netns/\(ns.name)", &target) == 0 else { return -1 }
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+    return tasks.filter { tid in
+        var st = stat()
+        return stat("/proc/self/task/\(tid)/ns/net", &st) == 0 && st.st_dev == target.st_dev && st.st_ino == target.st_ino
+    }.count
+}
+
+/// A monitor subscribed inside `ns`, reading on a thread started outside it.
+func startedMonitor(in ns: Namespace, bufferBytes: Int = 1 << 20) async throws -> RouteMonitor {
+    let monitor = try await inNamespace(ns) { try RouteMonitor(bufferBytes: bufferBytes, startReading: false) }
+    try monitor.start()
+    return monitor
 }
 
 /// Collects events until `until` holds for the collected list or `timeout` passes.
@@ -51,7 +82,9 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
     @Test func hearsLinksAddressesAndRoutes() async throws {
         guard TestSupport.privileged("RouteMonitor") else { return }
         let ns = try Namespace("mon")
-        let monitor = try await inNamespace(ns) { try RouteMonitor() }
+        let monitor = try await startedMonitor(in: ns)
+        // Its socket is in the namespace, and no thread of ours is.
+        #expect(threadsIn(ns) == 0)
 
         try ns.ip("link", "add", "a0", "type", "veth", "peer", "name", "b0")
         try ns.ip("addr", "add", "10.9.0.1/24", "dev", "a0")
@@ -72,6 +105,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
         #expect(events.contains(.route(.new, .ipv6)))
         #expect(events.contains(.route(.deleted, .ipv4)))
         #expect(!events.contains(.resync))
+        #expect(threadsIn(ns) == 0)
 
         // After stop() the stream delivers what it had buffered, then finishes (rather than hanging).
         monitor.stop()

@@ -296,7 +296,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
     @Test func monitorHearsRuleChanges() async throws {
         guard TestSupport.privileged("uplinks: rule notices") else { return }
         let ns = try Namespace("rules")
-        let monitor = try await inNamespace(ns) { try RouteMonitor() }
+        let monitor = try await startedMonitor(in: ns)
         try ns.ip("rule", "add", "pref", "2001", "fwmark", "0x100/0x3f00", "lookup", "1")
         try ns.ip("-6", "rule", "add", "pref", "2001", "fwmark", "0x100/0x3f00", "lookup", "1")
         try ns.ip("rule", "del", "pref", "2001")
