@@ -374,10 +374,20 @@ import Testing
         let list = try await TestSupport.run(env + ["list"])
         #expect(list.status == 0)
         #expect(try JSON.parse(list.stdout) == .object([("status", .object([]))]))
-        let call = try await TestSupport.run(env + ["call", "status"], input: "{}")
-        #expect(call.status == 0, "\(call.stderr)")
-        let served = try JSON.parse(call.stdout)
-        #expect(served == Self.state(dir), "the plugin serves state.json as it is")
+        // The agent rewrites the file as its state changes: the comparison counts when the file stayed the same
+        // from before the call to after it (a slow run, the sanitizer stages, can see a write in between).
+        var served = JSON.null
+        var compared = false
+        for _ in 0..<5 where !compared {
+            let before = Self.state(dir)
+            let call = try await TestSupport.run(env + ["call", "status"], input: "{}")
+            #expect(call.status == 0, "\(call.stderr)")
+            served = try JSON.parse(call.stdout)
+            guard before == Self.state(dir) else { continue }
+            #expect(served == before, "the plugin serves state.json as it is")
+            compared = true
+        }
+        #expect(compared, "state.json changed during each of 5 calls")
         _ = await agent.stop()
         #expect(served["targets"]?.arrayValue?.count == 2)
         let acl = try JSON.parse(String(contentsOfFile: PackagingTests.root + "/config/openwrt/reach-acl.json", encoding: .utf8))
