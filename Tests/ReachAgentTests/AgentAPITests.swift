@@ -368,7 +368,8 @@ import Testing
         let dir = try makeTempDir("reach-rpcd")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let agent = try await EndToEndTests.AgentProcess.start(config: Self.config(dir), dir: dir)
-        try #require(await EndToEndTests.waitFor("state") { Self.state(dir) != nil })
+        // Both targets in the file (on a slow run the first write can hold the first target's answer alone).
+        try #require(await EndToEndTests.waitFor("state") { Self.state(dir)?["targets"]?.arrayValue?.count == 2 })
         let plugin = PackagingTests.root + "/config/openwrt/rpcd-reach"
         let env = ["env", "-i", "REACH_STATE_FILE=\(dir)/run/state.json", try TestSupport.which("busybox"), "sh", plugin]
         let list = try await TestSupport.run(env + ["list"])
