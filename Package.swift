@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
         // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).
-        .target(name: "ReachTime"),
+        .target(name: "ReachTime", dependencies: ["ReachFiles"]),
 
         // Adapters: one per source; each returns ReachCore values.
         .target(
@@ -47,7 +47,7 @@ let package = Package(
                 "ReachCore", "ReachFiles", "ReachGLib", "ReachTime", "CGLibShims",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .target(name: "ReachWiFi", dependencies: ["ReachCore", "CNetlinkShims"]),
+        .target(name: "ReachWiFi", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
         // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
         .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachFiles"]),
 
@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "GatewayReach",
             dependencies: [
-                "ReachCore", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
+                "ReachCore", "ReachFiles", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
                 .product(name: "Logging", package: "swift-log"),
             ]),
 

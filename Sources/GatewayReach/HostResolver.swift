@@ -6,6 +6,7 @@
 
 import Glibc
 import ReachCore
+import ReachFiles
 import ReachTime
 import Synchronization
 
@@ -25,18 +26,10 @@ public enum HostResolver {
         let box = Pending()
         return await withCheckedContinuation { (continuation: CheckedContinuation<Result<[IPAddress], ResolutionError>, Never>) in
             box.state.withLock { $0.continuation = continuation }
-            let job = Unmanaged.passRetained(Job(name: name, box: box)).toOpaque()
-            var thread = pthread_t()
-            if pthread_create(&thread, nil, { arg in
-                let job = Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue()
-                job.box.finish(HostResolver.lookup(job.name))
-                return nil
-            }, job) != 0 {
-                Unmanaged<Job>.fromOpaque(job).release()
+            guard startThread({ box.finish(HostResolver.lookup(name)) }) else {
                 box.finish(.failure(ResolutionError(message: "cannot start the resolver thread")))
                 return
             }
-            pthread_detach(thread)
             box.setTimer(
                 Task {
                     try? await Timers.shared.sleep(for: timeout)
@@ -103,15 +96,6 @@ public enum HostResolver {
             }
             c?.resume(returning: result)
             timer?.cancel()
-        }
-    }
-
-    final class Job {
-        let name: String
-        let box: Pending
-        init(name: String, box: Pending) {
-            self.name = name
-            self.box = box
         }
     }
 }

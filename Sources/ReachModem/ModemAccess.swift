@@ -15,6 +15,7 @@ import Glibc
 import Musl
 #endif
 import ReachCore
+import ReachFiles
 
 /// How a port is to be opened, and why when that is not the configured way.
 struct AccessPlan: Sendable, Equatable {
@@ -220,18 +221,10 @@ enum ProxyLauncher {
 
     /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
     private static func reapLater(_ pid: pid_t) {
-        let box = UnsafeMutablePointer<pid_t>.allocate(capacity: 1)
-        box.initialize(to: pid)
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { data in
-            let p = data!.assumingMemoryBound(to: pid_t.self)
-            let pid = p.pointee
-            p.deallocate()
+        startThread {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return nil
-        }, box)
-        if rc == 0 { pthread_detach(thread) } else { box.deallocate() }
+        }
     }
 }
 

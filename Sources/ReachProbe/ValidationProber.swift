@@ -107,22 +107,8 @@ public enum ValidationProber {
     /// deadline), so nothing here waits forever.
     static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            let job = Unmanaged.passRetained(Job { continuation.resume(returning: body()) }).toOpaque()
-            var thread = pthread_t()
-            if pthread_create(&thread, nil, { arg in
-                Unmanaged<Job>.fromOpaque(arg!).takeRetainedValue().work()
-                return nil
-            }, job) != 0 {
-                // No thread to be had (a process at its limit): run here rather than never.
-                Unmanaged<Job>.fromOpaque(job).takeRetainedValue().work()
-                return
-            }
-            pthread_detach(thread)
+            // No thread to be had (a process at its limit): run here rather than never.
+            if !startThread({ continuation.resume(returning: body()) }) { continuation.resume(returning: body()) }
         }
-    }
-
-    private final class Job: @unchecked Sendable {
-        let work: () -> Void
-        init(_ work: @escaping () -> Void) { self.work = work }
     }
 }

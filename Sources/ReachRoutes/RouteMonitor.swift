@@ -7,6 +7,7 @@
 
 import CNetlinkShims
 import Glibc
+import ReachFiles
 import ReachCore
 import Synchronization
 
@@ -108,21 +109,10 @@ private final class Worker: @unchecked Sendable {
 
     func start() throws(NetlinkError) {
         guard state.withLock({ !$0.started && !$0.stopped }) else { return }
-        var thread = pthread_t()
-        let arg = Unmanaged.passRetained(self).toOpaque()
-        let r = pthread_create(&thread, nil, { arg in
-            let w = Unmanaged<Worker>.fromOpaque(arg!).takeRetainedValue()
-            w.run()
-            return nil
-        }, arg)
-        if r != 0 {
-            Unmanaged<Worker>.fromOpaque(arg).release()
-            throw NetlinkError(.kernel(r), call: "pthread_create")
-        }
         // The thread holds its own reference to the worker and ends by itself once woken: nobody joins it, because
         // `stop` runs from the stream's onTermination, under the Swift runtime's task lock, which the thread's own
-        // `continuation.finish()` needs.
-        pthread_detach(thread)
+        // `continuation.finish()` needs. (EAGAIN is the one way pthread_create fails without attributes.)
+        guard startThread({ [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
         state.withLock { $0 = (true, false) }
     }
 

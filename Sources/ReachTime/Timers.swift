@@ -12,6 +12,7 @@
 // system is suspended). The wait itself is poll(2) with a relative timeout, recomputed at every wake-up.
 
 import Glibc
+import ReachFiles
 import Synchronization
 
 public final class Timers: Sendable {
@@ -101,30 +102,13 @@ public final class Timers: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
-        let context = Unmanaged.passRetained(ThreadContext(timers: timers, wake: fds[0])).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { arg in
-            let context = Unmanaged<ThreadContext>.fromOpaque(arg!).takeRetainedValue()
-            context.timers.run(wake: context.wake)
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<ThreadContext>.fromOpaque(context).release()
+        let wake = fds[0]
+        guard ReachFiles.startThread({ timers.run(wake: wake) }) else {
             close(fds[0])
             close(fds[1])
             return nil
         }
-        pthread_detach(thread)
         return (fds[0], fds[1])
-    }
-
-    private final class ThreadContext {
-        let timers: Timers
-        let wake: Int32
-        init(timers: Timers, wake: Int32) {
-            self.timers = timers
-            self.wake = wake
-        }
     }
 
     /// The thread: wake the due waiters, sleep until the next deadline or a poke; end (closing the pipe) when

@@ -15,6 +15,7 @@
 import CNetlinkShims
 import Glibc
 import ReachCore
+import ReachFiles
 import Synchronization
 
 public final class WiFiMonitor: Sendable {
@@ -102,7 +103,8 @@ public final class WiFiMonitor: Sendable {
             }
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        MonitorThread.start { loop.run() }
+        // No thread to be had: the loop runs here, as the monitor cannot work without it.
+        if !startThread({ loop.run() }) { loop.run() }
     }
 
     /// A monitor of one interface (or all, for nil) with the default options.
@@ -130,31 +132,6 @@ public final class WiFiMonitor: Sendable {
         var one: UInt8 = 1
         // MSG_NOSIGNAL: the thread may already have closed its end.
         _ = send(wakeFD, &one, 1, Int32(MSG_NOSIGNAL))
-    }
-}
-
-/// A detached pthread running one closure (Foundation's Thread is not available to shipped targets).
-enum MonitorThread {
-    final class Body {
-        let run: () -> Void
-        init(_ run: @escaping () -> Void) { self.run = run }
-    }
-
-    static func start(_ run: @escaping () -> Void) {
-        let body = Unmanaged.passRetained(Body(run)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(
-            &thread, nil,
-            { arg in
-                let body = Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue()
-                body.run()
-                return nil
-            }, body)
-        if rc == 0 {
-            pthread_detach(thread)
-        } else {
-            Unmanaged<Body>.fromOpaque(body).takeRetainedValue().run()
-        }
     }
 }
 
