@@ -204,14 +204,11 @@ final class WorkerProcess: Sendable {
             if ready < 0 && errno != EINTR { return kill(.malformed("poll: \(String(cString: strerror(errno)))")) }
             guard ready > 0 else { continue }
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                // ECONNRESET is how a worker that died with our request unread shows up: its status says more.
-                if errno == ECONNRESET { return (reapExiting(), fatalLog) }
-                return kill(.socketFailed("recv: \(String(cString: strerror(errno)))"))
-            }
-            if n == 0 {
-                // End of file: the worker is exiting (or closed its socket, which only an exiting worker does).
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno != ECONNRESET { return kill(.socketFailed("recv: \(String(cString: strerror(errno)))")) }
+            if n <= 0 {
+                // End of file, or ECONNRESET (it died with our request unread): the worker is exiting, or closed its
+                // socket, which only an exiting worker does. Its status says how it ended.
                 return (reapExiting(), fatalLog)
             }
             buffer.append(chunk[0..<n])
@@ -252,19 +249,14 @@ final class WorkerProcess: Sendable {
             usleep(1000)
         }
         Glibc.kill(pid, SIGKILL)
-        _ = reap()
+        reap()
         return .lingered(.seconds(2))
     }
 
-    /// Waits for the worker to end (after a SIGKILL of ours, or when it is known to be exiting).
-    @discardableResult
-    private func reap() -> WorkerEnd {
+    /// Waits for the worker to end after a SIGKILL of ours (its status then says nothing we do not know).
+    private func reap() {
         var status: Int32 = 0
-        while true {
-            let r = waitpid(pid, &status, 0)
-            if r == pid { return WorkerProcess.end(status) }
-            if r < 0 && errno != EINTR { return .exited(-1) }
-        }
+        while waitpid(pid, &status, 0) != pid && errno == EINTR {}
     }
 
     private static func end(_ status: Int32) -> WorkerEnd {
