@@ -81,7 +81,10 @@ import Testing
         #expect(r.isRunning)
         #expect(r.status == .unknown)
         rig.answer()
-        #expect(await eventually { r.status == .wifi })
+        // The properties follow every source as it answers: the route alone already says `wifi`, and the WiFi
+        // reading (the bars) may come a moment later. The first determination waits for both.
+        #expect(await eventually { r.state.reported != nil })
+        #expect(r.status == .wifi)
         #expect(r.isReachable && r.isReachableViaWiFi && !r.isReachableViaWWAN && !r.connectionRequired)
         #expect(r.medium == .wifi && r.wwanStatus == .none && r.flags.contains(.reachable))
         #expect(r.snapshot.wifi.first?.bars == 3)
