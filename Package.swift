@@ -31,7 +31,9 @@ let package = Package(
         .systemLibrary(name: "CNLGenl", pkgConfig: "libnl-genl-3.0", providers: [.apt(["libnl-genl-3-dev"])]),
 
         // C shims: macros, GObject casts, g_signal_connect, nla_for_each, variadic wrappers.
-        .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"]),
+        // lazy.S and lazy.c: the modem libraries' functions as trampolines, the libraries opened with the first modem
+        // (CGLibShims_lazy.h); lazy-symbols.def is their list, written by scripts/lazy-symbols.
+        .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"], exclude: ["lazy-symbols.def"]),
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
         // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).

@@ -14,14 +14,21 @@ public enum GLibLog {
     /// it and before GLib acts on it: an error-level record is fatal, so a modem worker sends it to its parent first.
     public static func onSevere(_ handler: @escaping @Sendable (_ domain: String, _ message: String) -> Void) {
         severe.withLock { $0 = handler }
-        installWriter()
+        installWriterIfOpen()
     }
 
     /// Sets the logger GLib records go to (at debug level, with `glib.domain` and `glib.level` metadata).
     /// Without one they are dropped.
     public static func route(to logger: Logger?) {
         self.logger.withLock { $0 = logger }
-        installWriter()
+        installWriterIfOpen()
+    }
+
+    /// GLib is opened with the first modem (GLibLibraries): until then there is nothing to install the writer in, and
+    /// installing it would open GLib in a process that may never read a modem. `GLibLoop` installs it when it starts,
+    /// before any libqmi/libmbim call, and the handler and logger are read at every record.
+    private static func installWriterIfOpen() {
+        if GLibLibraries.glibIsOpen { installWriter() }
     }
 
     /// Installs the writer (once per process; GLib allows no second writer).

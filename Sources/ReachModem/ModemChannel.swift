@@ -85,6 +85,11 @@ actor ModemChannel {
         case .notCharacterDevice: throw ModemError("not a character device")
         case .characterDevice: break
         }
+        // The libraries are opened with the first modem of their protocol (GLibLibraries), so a board without one of
+        // them runs and says which; the port is checked first, so a missing modem reads as gone either way.
+        if let why = GLibLibraries.open(p == .qmi ? .qmi : .mbim) {
+            throw ModemError("\(p == .qmi ? "libqmi-glib" : "libmbim-glib") cannot be loaded: \(why)")
+        }
         var logger = options.logger
         logger[metadataKey: "modem.device"] = "\(spec.path)"
         let links = DataLinkMap.links(for: spec, protocol: p, sysfsRoot: options.sysfsRoot)

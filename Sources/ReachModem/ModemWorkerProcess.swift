@@ -66,8 +66,9 @@ public enum ModemWorkerProcess {
         let heartbeat = Task.detached {
             while !Task.isCancelled {
                 do { try await Task.sleep(for: request.heartbeat) } catch { return }
-                // A callback that ran on the GLib loop thread: libqmi/libmbim are not stuck inside one.
-                await GLibLoop.shared.run {}
+                // A callback that ran on the GLib loop thread: libqmi/libmbim are not stuck inside one. Before the job
+                // opened GLib (or when it could not) nothing runs there, and the loop is not started for this.
+                if GLibLibraries.glibIsOpen { await GLibLoop.shared.run {} }
                 link.send(.heartbeat)
             }
         }

@@ -7,6 +7,7 @@
 #include <libmbim-glib.h>
 #include <gio/gunixinputstream.h>  // GUnixInputStream: a pipe as a GIO stream (the bridge's own tests use it)
 #include "CGLibShims_worker.h"     // the modem worker process: spawn, confinement
+#include "CGLibShims_lazy.h"       // the modem libraries opened on first use (lazy.S, lazy.c)
 
 // MARK: - GObject casts
 
