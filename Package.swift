@@ -5,6 +5,18 @@
 
 import PackageDescription
 
+// The modem libraries (libqmi-glib, libmbim-glib, GIO, GObject, GLib) are opened with the first modem, through
+// CGLibShims' trampolines (Sources/CGLibShims/CGLibShims_lazy.h). The link of `reach` reads an empty linker script in
+// their place (lld's --remap-inputs; pkg-config and the module maps still name them): the binary does not need them at
+// start, and a call without a trampoline fails the link. Other programs that link GatewayReach load them at start as
+// usual and call them through the same trampolines.
+let modemLibraries = ["qmi-glib", "mbim-glib", "gio-2.0", "gobject-2.0", "glib-2.0"]
+let notLinked = Context.packageDirectory + "/scripts/lib/not-linked.ld"
+let modemLibrariesOpenedLater: [LinkerSetting] = [
+    .unsafeFlags(
+        ["-use-ld=lld"] + modemLibraries.flatMap { ["-Xlinker", "--remap-inputs=*/lib\($0).so=\(notLinked)"] })
+]
+
 let package = Package(
     name: "GatewayReach",
     products: [
@@ -71,7 +83,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "reach",
-            dependencies: ["ReachAgent", "ReachCommandLine"]
+            dependencies: ["ReachAgent", "ReachCommandLine"],
+            linkerSettings: modemLibrariesOpenedLater
         ),
 
         // Modem simulator (a test tool that speaks QMUX and MBIM on a pty).

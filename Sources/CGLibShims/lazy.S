@@ -15,15 +15,6 @@
  * x16/x17) are the ones both ABIs leave to linker-made veneers and PLT entries. */
 
 #if defined(__x86_64__) || defined(__aarch64__)
-/* --as-needed for the link of every program with these trampolines, ahead of the libraries SwiftPM and the module
- * maps name (`-lqmi-glib`… from pkg-config and from `link` in CQMI/CMBIM): with every call bound here, nothing is
- * bound to the modem libraries, and the linker leaves out their DT_NEEDED entries, so the dynamic loader does not map
- * them at start. A flag placed with -Xlinker comes after those libraries on the link line and would change nothing;
- * an entry of this section is what swift-autolink-extract hands to the link, in the order of the objects, and
- * CGLibShims' objects come first in `reach`'s. scripts/test's size stage fails when a modem library is needed again. */
-    .section .swift1_autolink_entries,"e"
-    .asciz "-Wl,--as-needed"
-
 #ifndef CGLIBSHIMS_LAZY_DEF
 #define CGLIBSHIMS_LAZY_DEF "lazy-symbols.def"
 #endif

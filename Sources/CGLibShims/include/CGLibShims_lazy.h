@@ -7,9 +7,9 @@
 // How: every function of those libraries that GatewayReach calls is defined in lazy.c as a jump through a slot
 // (lazy-symbols.def lists them; scripts/lazy-symbols writes that list from the objects that call them). A slot first
 // points at code that opens the function's library, fills every slot of that library with dlsym(3) and jumps on, so a
-// call made before `CGLibShims_lazy_open` still works. lazy.S asks the link for --as-needed, which drops the libraries'
-// DT_NEEDED entries now that nothing is bound to them. On an architecture without the trampolines (anything but
-// x86_64 and aarch64) the libraries are linked as before and `CGLibShims_lazy_open` has nothing to do.
+// call made before `CGLibShims_lazy_open` still works. The link of `reach` leaves the libraries out (Package.swift), so
+// the dynamic loader does not map them at start. On an architecture without the trampolines (anything but x86_64 and
+// aarch64) the libraries are linked as before and `CGLibShims_lazy_open` has nothing to do.
 #ifndef CGLIBSHIMS_LAZY_H
 #define CGLIBSHIMS_LAZY_H
 #include <stddef.h>
