@@ -92,10 +92,12 @@ enum ProcFacts {
     static func holders(of path: String, proc: String = "/proc") -> (holders: [Holder], uninspectable: Int) {
         guard let target = realPath(path) else { return ([], 0) }
         let me = getpid()
+        let workers = WorkerProcess.running.withLock { $0 }
         var found: [Holder] = []
         var hidden = 0
         for entry in list(proc) {
-            guard let pid = Int32(entry), pid != me else { continue }
+            // Not this process, nor a modem worker of its own: the worker reading the port is the one holding it.
+            guard let pid = Int32(entry), pid != me, !workers.contains(pid) else { continue }
             let fdDir = "\(proc)/\(entry)/fd"
             guard let dir = opendir(fdDir) else {
                 if errno == EACCES || errno == EPERM { hidden += 1 }

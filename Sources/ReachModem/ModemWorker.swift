@@ -112,6 +112,10 @@ struct WorkerTiming: Sendable, Equatable {
 
 /// One worker process, supervised on a thread of its own.
 final class WorkerProcess: Sendable {
+    /// This process's modem workers from their start until they are reaped: each holds the port it reads, and
+    /// `ProcFacts.holders` does not name one as another reader of it.
+    static let running = Mutex<Set<pid_t>>([])
+
     let pid: pid_t
     private let fd: Int32
     private let stopRequested = Atomic<Bool>(false)
@@ -150,6 +154,7 @@ final class WorkerProcess: Sendable {
             close(pair[0])
             return .failure(.notStarted("\(launch.executable): \(String(cString: strerror(rc)))"))
         }
+        WorkerProcess.running.withLock { _ = $0.insert(pid) }
         let process = WorkerProcess(pid: pid, fd: pair[0])
         // The request is small and the socket buffer empty: this write does not block on a live child.
         if !sendAll(pair[0], frame) {
@@ -244,6 +249,7 @@ final class WorkerProcess: Sendable {
         var status: Int32 = 0
         for _ in 0..<2000 {
             let r = waitpid(pid, &status, WNOHANG)
+            if r == pid || (r < 0 && errno != EINTR) { WorkerProcess.running.withLock { _ = $0.remove(pid) } }
             if r == pid { return WorkerProcess.end(status) }
             if r < 0 && errno != EINTR { return .exited(-1) }
             usleep(1000)
@@ -257,6 +263,7 @@ final class WorkerProcess: Sendable {
     private func reap() {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) != pid && errno == EINTR {}
+        WorkerProcess.running.withLock { _ = $0.remove(pid) }
     }
 
     private static func end(_ status: Int32) -> WorkerEnd {

@@ -308,6 +308,29 @@ import Testing
         #expect(error.contains("the port is also open in sleep (pid \(other.pid))"), "\(error)")
     }
 
+    /// The modem worker watching the port holds it, and is not another reader: nothing is named when nothing else
+    /// holds the port. (The agent scanned /proc for holders and named its own worker, as `exe` or `reach`; a one-shot
+    /// `reach status` did not show it, its worker having closed the port before it answered.)
+    @Test(arguments: ["qmi", "mbim"])
+    func theWorkerIsNotNamedAsAnotherHolder(proto: String) async throws {
+        guard TestSupport.privileged("reach agent in a namespace") else { return }
+        let ns = try EndToEndTests.namespace()
+        let dir = try makeTempDir("reach-holder")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sim = try await ModemSimulator.start(scenario: "\(proto)-4g-lte", control: false)
+        let agent = try await EndToEndTests.AgentProcess.start(
+            config: HostileModemTests.agentConfig(dir: dir, port: sim.link, proto: proto), dir: dir, netns: ns.name)
+        try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
+            agent.lines.contains { $0["wwan"]?.arrayValue?.first?["generation"] == .string("4g") }
+        }, "\(agent.lines.map { $0.serialized() })")
+        let read = try #require(agent.lines.last { $0["wwan"]?.arrayValue?.first?["generation"] == .string("4g") })
+        #expect(read["sources"]?["wwan"]?["access"] == .string("direct"), "\(read.serialized())")
+        let why = read["sources"]?["wwan"]?["access_reason"]?.stringValue ?? ""
+        #expect(!why.contains("also open in"), "\(why)")
+        let (status, log) = await agent.stop()
+        #expect(status == 0, "\(log)")
+    }
+
     /// Without a proxy running, a user the proxies would refuse opens directly (a proxy it started would exit at
     /// once), and says so.
     @Test func withoutAProxyAnotherUserOpensDirectlyAndSaysWhy() async throws {
