@@ -80,6 +80,9 @@ public final class VarlinkServer: Sendable {
         public var dropped: UInt64 = 0
         public var badRequests: UInt64 = 0
         public var replies: UInt64 = 0
+        /// How many times the server thread woke (a post, a connection, client traffic, an idle deadline): an agent
+        /// without clients wakes it only when it posts.
+        public var wakeups: UInt64 = 0
         public init() {}
     }
 
@@ -186,12 +189,15 @@ public final class VarlinkServer: Sendable {
                 if c.pending > 0 { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: fd, events: events, revents: 0))
             }
-            let r = poll(&fds, nfds_t(fds.count), 1000)
+            // Posts and new connections wake the poll; only an idle connection's deadline needs a clock, so with no
+            // client the thread sleeps until something happens (an idle agent is woken by nothing of ours).
+            let r = poll(&fds, nfds_t(fds.count), clients.isEmpty ? -1 : 1000)
             if r < 0 && errno != EINTR {
                 logger.error("Varlink server: poll failed; the socket is closed", metadata: ["error": "\(String(cString: strerror(errno)))"])
                 return
             }
             let now = monotonicMilliseconds()
+            statsBox.withLock { $0.wakeups += 1 }
 
             // Posts from the hub's side.
             if fds[0].revents != 0 { wake.drain() }
