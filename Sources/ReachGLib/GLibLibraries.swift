@@ -26,13 +26,6 @@ public enum GLibLibraries {
     /// Whether GLib is open, so that something on its loop can run (the modem worker's heartbeat asks).
     public static var glibIsOpen: Bool { CGLibShims_lazy_is_open(CGLibShims_library_glib) != 0 }
 
-    /// Whether `modem`'s library is open in this process.
-    public static func isOpen(_ modem: ModemLibrary) -> Bool { CGLibShims_lazy_is_open(modem.library) != 0 }
-
-    /// How many functions of each library this binary reaches through a trampoline (none where the architecture has
-    /// no trampolines and the libraries are linked as usual).
-    public static var trampolines: Int { CGLibShims_lazy_count() }
-
     private static func open(_ library: CGLibShims_library) -> String? {
         var message = [CChar](repeating: 0, count: 384)
         guard CGLibShims_lazy_open(library, &message, message.count) != 0 else { return nil }
