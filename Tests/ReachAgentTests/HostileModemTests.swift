@@ -155,16 +155,10 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     @Test(arguments: ["direct", "auto"])
     func agentOutlivesAKilledWorker(access: String) async throws {
         guard TestSupport.privileged("reach agent in a namespace") else { return }
-        let ns = try EndToEndTests.namespace()
-        let dir = try makeTempDir("reach-kill")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte", control: false)
-        let agent = try await EndToEndTests.AgentProcess.start(
-            config: Self.agentConfig(dir: dir, port: sim.link, proto: "qmi", access: access), dir: dir, netns: ns.name)
-        func modem(_ line: JSON) -> JSON? { line["wwan"]?.arrayValue?.first }
-        try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
-            agent.lines.contains { modem($0)?["generation"] == .string("4g") }
-        }, "\(agent.lines.map { $0.serialized() })")
+        let rig = try await ModemAgentRig.start("qmi", access: access, label: "reach-kill")
+        defer { rig.removeDirectory() }
+        let agent = rig.agent
+        let modem = ModemAgentRig.modem
         let workers = Self.children(of: agent.child.pid).filter { $0.command.contains("modem-worker") }
         let worker = try #require(workers.first, "no modem worker under \(agent.child.pid)")
         #expect(workers.count == 1)
@@ -220,4 +214,40 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     #expect(DiagChecks.fmt(-92.5) == "-92.5")
     #expect(DiagChecks.fmt(1e300) == "1e+300")
     #expect(DiagChecks.fmt(-Double.greatestFiniteMagnitude).hasPrefix("-1.79"))
+}
+
+/// An agent in a network namespace of its own reading one simulated modem (the shipped `PROTO-4g-lte` scenario) with
+/// `HostileModemTests.agentConfig`, started and waited for until a report line has the modem on 4G.
+struct ModemAgentRig {
+    let namespace: Namespace
+    let directory: String
+    let simulator: ModemSimulator
+    let agent: EndToEndTests.AgentProcess
+
+    static func start(_ proto: String, access: String = "direct", label: String) async throws -> ModemAgentRig {
+        let ns = try EndToEndTests.namespace()
+        let dir = try makeTempDir(label)
+        do {
+            let sim = try await ModemSimulator.start(scenario: "\(proto)-4g-lte", control: false)
+            let agent = try await EndToEndTests.AgentProcess.start(
+                config: HostileModemTests.agentConfig(dir: dir, port: sim.link, proto: proto, access: access), dir: dir,
+                netns: ns.name)
+            try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
+                agent.lines.contains { modem($0)?["generation"] == .string("4g") }
+            }, "\(agent.lines.map { $0.serialized() })")
+            return ModemAgentRig(namespace: ns, directory: dir, simulator: sim, agent: agent)
+        } catch {
+            try? FileManager.default.removeItem(atPath: dir)
+            throw error
+        }
+    }
+
+    /// The line's first modem.
+    static func modem(_ line: JSON) -> JSON? { line["wwan"]?.arrayValue?.first }
+
+    /// The last line with the modem on 4G.
+    var lastRead: JSON? { agent.lines.last { Self.modem($0)?["generation"] == .string("4g") } }
+
+    /// For a defer: the agent's directory (config, report) goes.
+    func removeDirectory() { try? FileManager.default.removeItem(atPath: directory) }
 }

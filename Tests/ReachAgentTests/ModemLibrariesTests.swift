@@ -1,5 +1,6 @@
 import Foundation
 import ReachCore
+import ReachFiles
 import ReachTestSupport
 import Testing
 
@@ -10,29 +11,22 @@ import Testing
     static let libraries = ["libqmi-glib", "libmbim-glib", "libgio-2.0", "libgobject-2.0", "libglib-2.0"]
 
     /// The libraries of `libraries` that `pid` has mapped.
-    static func mapped(_ pid: pid_t) async throws -> Set<String> {
-        // Through cat: Foundation reads a procfs file, which reports a size of 0, only in part.
-        let maps = try await TestSupport.sh(["cat", "/proc/\(pid)/maps"])
+    static func mapped(_ pid: pid_t) throws -> Set<String> {
+        let maps = String(decoding: try BoundedRead.bytes("/proc/\(pid)/maps", limit: 1 << 20).get(), as: UTF8.self)
         return Set(libraries.filter { library in maps.contains("/\(library).so") })
     }
 
     @Test func onlyTheWorkerMapsThem() async throws {
         guard TestSupport.privileged("reach agent in a namespace") else { return }
-        let ns = try EndToEndTests.namespace()
-        let dir = try makeTempDir("reach-libs")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte", control: false)
-        let agent = try await EndToEndTests.AgentProcess.start(
-            config: HostileModemTests.agentConfig(dir: dir, port: sim.link, proto: "qmi"), dir: dir, netns: ns.name)
-        try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
-            agent.lines.contains { $0["wwan"]?.arrayValue?.first?["generation"] == .string("4g") }
-        }, "\(agent.lines.map { $0.serialized() })")
+        let rig = try await ModemAgentRig.start("qmi", label: "reach-libs")
+        defer { rig.removeDirectory() }
+        let agent = rig.agent
         let worker = try #require(
             HostileModemTests.children(of: agent.child.pid).first { $0.command.contains("modem-worker") },
             "no modem worker under \(agent.child.pid)")
-        let inAgent = try await Self.mapped(agent.child.pid)
+        let inAgent = try Self.mapped(agent.child.pid)
         #expect(inAgent.isEmpty, "the agent maps \(inAgent.sorted())")
-        let inWorker = try await Self.mapped(worker.pid)
+        let inWorker = try Self.mapped(worker.pid)
         // libqmi-glib brings libmbim-glib along where it was built with QMI-over-MBIM (Debian's is).
         #expect(inWorker.isSuperset(of: ["libqmi-glib", "libgio-2.0", "libgobject-2.0", "libglib-2.0"]), "the worker (\(worker.command)) maps \(inWorker.sorted())")
         let (status, log) = await agent.stop()

@@ -314,20 +314,13 @@ import Testing
     @Test(arguments: ["qmi", "mbim"])
     func theWorkerIsNotNamedAsAnotherHolder(proto: String) async throws {
         guard TestSupport.privileged("reach agent in a namespace") else { return }
-        let ns = try EndToEndTests.namespace()
-        let dir = try makeTempDir("reach-holder")
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sim = try await ModemSimulator.start(scenario: "\(proto)-4g-lte", control: false)
-        let agent = try await EndToEndTests.AgentProcess.start(
-            config: HostileModemTests.agentConfig(dir: dir, port: sim.link, proto: proto), dir: dir, netns: ns.name)
-        try #require(await EndToEndTests.waitFor("4g", timeout: 15) {
-            agent.lines.contains { $0["wwan"]?.arrayValue?.first?["generation"] == .string("4g") }
-        }, "\(agent.lines.map { $0.serialized() })")
-        let read = try #require(agent.lines.last { $0["wwan"]?.arrayValue?.first?["generation"] == .string("4g") })
+        let rig = try await ModemAgentRig.start(proto, label: "reach-holder")
+        defer { rig.removeDirectory() }
+        let read = try #require(rig.lastRead)
         #expect(read["sources"]?["wwan"]?["access"] == .string("direct"), "\(read.serialized())")
         let why = read["sources"]?["wwan"]?["access_reason"]?.stringValue ?? ""
         #expect(!why.contains("also open in"), "\(why)")
-        let (status, log) = await agent.stop()
+        let (status, log) = await rig.agent.stop()
         #expect(status == 0, "\(log)")
     }
 

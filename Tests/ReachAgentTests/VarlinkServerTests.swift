@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @testable import ReachAgent
+import ReachFiles
 import ReachTestSupport
 import Testing
 
@@ -24,15 +25,7 @@ import Testing
         // A client that says nothing is closed after the idle limit: the deadline still has a clock.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in (dir + "/api.sock").utf8.enumerated() { raw[i] = b }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        #expect(connected == 0)
+        #expect(ListeningSocket.withAddress(server.path) { connect(fd, $0, $1) } == 0)
         let started = Date()
         let n = await Self.receiveOne(fd)
         #expect(n == 0, "the idle client was not closed (recv returned \(n))")
