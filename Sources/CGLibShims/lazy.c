@@ -14,6 +14,8 @@
 #define CGLIBSHIMS_LAZY_DEF "lazy-symbols.def"
 #endif
 
+#if defined(__x86_64__) || defined(__aarch64__)
+
 // The sonames the libraries are opened by, in CGLibShims_library's order: the ones Debian and OpenWrt install, the
 // ones the shipped binary was linked against (scripts/lazy-symbols checks them against the installed libraries when
 // it writes the list). Tests/Trampolines compiles this file with libraries of its own in their place.
@@ -22,12 +24,6 @@
     "libglib-2.0.so.0", "libgobject-2.0.so.0", "libgio-2.0.so.0", "libqmi-glib.so.5", "libmbim-glib.so.4"
 #endif
 static const char *const sonames[CGLibShims_library_count] = {CGLIBSHIMS_LAZY_SONAMES};
-
-const char *CGLibShims_lazy_soname(CGLibShims_library library) {
-    return (unsigned)library < CGLibShims_library_count ? sonames[library] : "";
-}
-
-#if defined(__x86_64__) || defined(__aarch64__)
 
 #define LAZY(library, function) extern void *CGLibShims_slot_##function __attribute__((visibility("hidden")));
 #include CGLIBSHIMS_LAZY_DEF
@@ -104,13 +100,6 @@ int CGLibShims_lazy_is_open(CGLibShims_library library) {
 
 size_t CGLibShims_lazy_count(void) { return entry_count; }
 
-size_t CGLibShims_lazy_count_of(CGLibShims_library library) {
-    size_t n = 0;
-    for (size_t i = 0; i < entry_count; i++)
-        n += entries[i].library == library;
-    return n;
-}
-
 // Called by CGLibShims_lazy_enter (lazy.S) with the slot of the function that was called before its library was
 // opened: opens it, or ends the process naming the function and the reason. Callers that can do without a library
 // open it first with CGLibShims_lazy_open and handle the failure; reaching this with a library that cannot be opened
@@ -140,9 +129,5 @@ int CGLibShims_lazy_open(CGLibShims_library library, char *message, size_t size)
 }
 int CGLibShims_lazy_is_open(CGLibShims_library library) { return (unsigned)library < CGLibShims_library_count; }
 size_t CGLibShims_lazy_count(void) { return 0; }
-size_t CGLibShims_lazy_count_of(CGLibShims_library library) {
-    (void)library;
-    return 0;
-}
 
 #endif

@@ -35,12 +35,7 @@ int CGLibShims_lazy_open(CGLibShims_library library, char *message, size_t size)
 /// Whether `library` is open and its slots filled (no attempt is made).
 int CGLibShims_lazy_is_open(CGLibShims_library library);
 
-/// The soname `library` is opened by ("libqmi-glib.so.5").
-const char *CGLibShims_lazy_soname(CGLibShims_library library);
-
-/// How many functions are reached through slots (0 where there are no trampolines), and how many of them belong to
-/// `library`.
+/// How many functions are reached through slots (0 where there are no trampolines).
 size_t CGLibShims_lazy_count(void);
-size_t CGLibShims_lazy_count_of(CGLibShims_library library);
 
 #endif
