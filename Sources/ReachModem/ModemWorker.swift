@@ -249,9 +249,14 @@ final class WorkerProcess: Sendable {
         var status: Int32 = 0
         for _ in 0..<2000 {
             let r = waitpid(pid, &status, WNOHANG)
-            if r == pid || (r < 0 && errno != EINTR) { WorkerProcess.running.withLock { _ = $0.remove(pid) } }
-            if r == pid { return WorkerProcess.end(status) }
-            if r < 0 && errno != EINTR { return .exited(-1) }
+            if r == pid {
+                forget()
+                return WorkerProcess.end(status)
+            }
+            if r < 0 && errno != EINTR {
+                forget()
+                return .exited(-1)
+            }
             usleep(1000)
         }
         Glibc.kill(pid, SIGKILL)
@@ -263,7 +268,12 @@ final class WorkerProcess: Sendable {
     private func reap() {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) != pid && errno == EINTR {}
-        WorkerProcess.running.withLock { _ = $0.remove(pid) }
+        forget()
+    }
+
+    /// Reaped (or beyond reaping): no longer one of `running`.
+    private func forget() {
+        _ = WorkerProcess.running.withLock { $0.remove(pid) }
     }
 
     private static func end(_ status: Int32) -> WorkerEnd {
