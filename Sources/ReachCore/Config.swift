@@ -119,7 +119,12 @@ public struct AgentConfig: Sendable, Equatable {
         public var stateDirectory: String? = "/run/reach"
         public var hooksDirectory: String? = "/etc/reach/events.d"
         public var hookTimeoutSeconds: Double = 30
+        /// Varlink connections in all, and per uid but root (`APIAdmission`, which holds the defaults).
+        public var maxClients = APIAdmission.defaultMaxClients
+        public var maxClientsPerUID = APIAdmission.defaultMaxClientsPerUID
         public init() {}
+
+        public var admission: APIAdmission { APIAdmission(maxClients: maxClients, maxClientsPerUID: maxClientsPerUID) }
 
         public var stateFile: String? { stateDirectory.map { $0 + "/" + Self.stateFileName } }
         public var socketPath: String? { stateDirectory.map { $0 + "/" + Self.socketName } }
@@ -337,6 +342,13 @@ extension AgentConfig {
                                 because: "the socket's path must fit sun_path") { c.api.stateDirectory = $0 }
                 a.directoryPath("hooks_directory", maxBytes: 4000, because: nil) { c.api.hooksDirectory = $0 }
                 a.number("hook_timeout_seconds", in: 0.1...3600, unit: "seconds") { c.api.hookTimeoutSeconds = $0 }
+                let before = r.problems.count
+                a.integer("max_clients", in: 3...APIAdmission.maxClientsLimit) { c.api.maxClients = $0 }
+                a.integer("max_clients_per_uid", in: 1...(APIAdmission.maxClientsLimit / 3)) { c.api.maxClientsPerUID = $0 }
+                // Together only when each is valid on its own (a bad max_clients would be judged as the default).
+                if r.problems.count == before, let why = c.api.admission.problem {
+                    r.problem(a.path("max_clients_per_uid"), why)
+                }
             }
             if let v = o.value("log_level") {
                 if let s = v.stringValue, let l = LogLevel(rawValue: s) {
@@ -823,7 +835,8 @@ extension AgentConfig {
             "api",
             .object([
                 ("state_directory", .optional(api.stateDirectory)), ("hooks_directory", .optional(api.hooksDirectory)),
-                ("hook_timeout_seconds", .double(api.hookTimeoutSeconds)),
+                ("hook_timeout_seconds", .double(api.hookTimeoutSeconds)), ("max_clients", .int(api.maxClients)),
+                ("max_clients_per_uid", .int(api.maxClientsPerUID)),
             ])))
         members.append(("log_level", .string(logLevel.rawValue)))
         return .object(members)

@@ -11,6 +11,10 @@ import Testing
         #expect(d.api.stateFile == "/run/reach/state.json")
         #expect(d.api.hooksDirectory == "/etc/reach/events.d")
         #expect(d.api.hookTimeoutSeconds == 30)
+        #expect(d.api.maxClients == 32 && d.api.maxClientsPerUID == 4)
+        let limits = try AgentConfig.parse(#"{"api":{"max_clients":12,"max_clients_per_uid":4}}"#)
+        #expect(limits.api.admission == APIAdmission(maxClients: 12, maxClientsPerUID: 4))
+        #expect(try AgentConfig.parse(limits.json.serialized()) == limits)
         let off = try AgentConfig.parse(#"{"api":{"state_directory":null,"hooks_directory":null,"hook_timeout_seconds":2.5}}"#)
         #expect(off.api.stateDirectory == nil && off.api.socketPath == nil && off.api.hooksDirectory == nil)
         #expect(off.api.hookTimeoutSeconds == 2.5)
@@ -31,6 +35,12 @@ import Testing
         (#"{"api":{"hook_timeout_seconds":0}}"#, "api.hook_timeout_seconds", "from 0.1 to 3600"),
         (#"{"api":{"hook_timeout_seconds":"30"}}"#, "api.hook_timeout_seconds", "seconds"),
         (#"{"api":{"state_dir":"/run/reach"}}"#, "api.state_dir", "unknown key"),
+        (#"{"api":{"max_clients":2}}"#, "api.max_clients", "expected an integer from 3 to 768, found 2"),
+        (#"{"api":{"max_clients":"32"}}"#, "api.max_clients", "expected an integer from 3 to 768"),
+        (#"{"api":{"max_clients":32.5}}"#, "api.max_clients", "expected an integer"),
+        (#"{"api":{"max_clients_per_uid":0}}"#, "api.max_clients_per_uid", "expected an integer from 1 to 256, found 0"),
+        (#"{"api":{"max_clients_per_uid":11}}"#, "api.max_clients_per_uid", "from 1 to 10 (a third of api.max_clients, 32"),
+        (#"{"api":{"max_clients":12,"max_clients_per_uid":5}}"#, "api.max_clients_per_uid", "from 1 to 4"),
         (#"{"api":[]}"#, "api", "expected an object"),
     ])
     func badApiValueNamesItsKey(text: String, key: String, message: String) {
