@@ -49,7 +49,11 @@ public final class AgentOutputs: Sendable {
         var varlink: VarlinkServer?
         var stateFile: String?
         if let socketPath = config.api.socketPath {
-            switch VarlinkServer.start(path: socketPath, logger: logger) {
+            var limits = VarlinkServer.Limits()
+            limits.admission = config.api.admission
+            // The agent's own group (config/reach.sysusers, the unit's Group=): its members have slots of their own.
+            limits.group = VarlinkServer.groupID(named: "reach")
+            switch VarlinkServer.start(path: socketPath, limits: limits, logger: logger) {
             case let .success(server):
                 varlink = server
                 stateFile = config.api.stateFile
@@ -120,7 +124,8 @@ public final class AgentOutputs: Sendable {
             m.append((
                 "varlink",
                 .object([
-                    ("clients", .int(s.clients)), ("accepted", .int(Int64(s.accepted))), ("refused", .int(Int64(s.refused))),
+                    ("clients", .int(s.clients)), ("subscribers", .int(s.subscribers)), ("accepted", .int(Int64(s.accepted))),
+                    ("refused", .int(Int64(s.refused))),
                     ("dropped", .int(Int64(s.dropped))), ("bad_requests", .int(Int64(s.badRequests))),
                 ])))
         }

@@ -5,8 +5,12 @@
 // modem or wait.
 //
 // One thread, one poll(2) loop over the listening socket, the self-pipe the hub's side pokes, and the clients.
-// Bounded everywhere: at most `maxClients` connections (the next one gets TooManyClients and is closed), requests of
-// at most `maxRequest` bytes, at most `maxPending` bytes of replies queued per client (a subscriber that stops
+// Bounded everywhere: connections as `APIAdmission` admits them, judged by the peer's uid and groups from
+// SO_PEERCRED and SO_PEERGROUPS (socket(7)): at most `max_clients` in all and `max_clients_per_uid` per uid but
+// root, with slots kept for root and for the group `reach` that no other uid can take (a refused peer gets
+// TooManyClients naming its uid, and is closed; the log says so once a minute per uid). At the limit the server
+// first reaps the connections whose peer has hung up (POLLHUP, POLLRDHUP, recv() == 0), so a client that closed
+// frees its slot before the next one is judged. Requests of at most `maxRequest` bytes, at most `maxPending` bytes of replies queued per client (a subscriber that stops
 // reading is dropped when its queue passes that; its kernel send buffer is made small too), a connection with nothing
 // to do is closed after `idleSeconds`. Every send is non-blocking. Malformed JSON, an unknown interface or method,
 // or a request that is too large gets its Varlink error and the connection is closed.
@@ -35,8 +39,10 @@ public final class VarlinkServer: Sendable {
         # ends when the agent stops.
         method Subscribe() -> (status: object)
 
-        # The agent serves a limited number of clients at once; this connection was refused.
-        error TooManyClients (limit: int)
+        # This connection was refused: the peer's uid holds its share of the connections (limit is
+        # api.max_clients_per_uid), or the free ones are all held or kept for root and the group reach (limit is
+        # api.max_clients). uid is the peer's uid as the agent judged it (SO_PEERCRED).
+        error TooManyClients (limit: int, uid: int)
 
         # A request longer than the limit without its terminating NUL byte.
         error RequestTooLarge (limit: int)
@@ -64,7 +70,10 @@ public final class VarlinkServer: Sendable {
         """
 
     public struct Limits: Sendable {
-        public var maxClients = 32
+        /// Who may connect (`api.max_clients`, `api.max_clients_per_uid`).
+        public var admission = APIAdmission()
+        /// The group whose members have slots of their own (the gid of `reach`, `groupID(named:)`); nil: none.
+        public var group: UInt32?
         public var maxRequest = 64 << 10
         public var maxPending = 64 << 10
         /// The kernel send buffer asked for per client (the kernel doubles it).
@@ -75,6 +84,8 @@ public final class VarlinkServer: Sendable {
 
     public struct Stats: Sendable, Equatable {
         public var clients = 0
+        /// Connections with Subscribe running.
+        public var subscribers = 0
         public var accepted: UInt64 = 0
         public var refused: UInt64 = 0
         public var dropped: UInt64 = 0
@@ -151,8 +162,40 @@ public final class VarlinkServer: Sendable {
 
     // MARK: - The thread
 
+    /// The gid of the group called `name` (getgrnam_r(3)), or nil when there is none.
+    public static func groupID(named name: String) -> UInt32? {
+        var entry = group()
+        var found: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16 << 10)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &found) == 0, let found else { return nil }
+        return found.pointee.gr_gid
+    }
+
+    /// The peer's uid and its groups (primary and supplementary) as they were when it connected: SO_PEERCRED's
+    /// struct ucred { pid_t pid; uid_t uid; gid_t gid; } (socket(7); Glibc hides the struct without _GNU_SOURCE)
+    /// and SO_PEERGROUPS (Linux 4.13; without it the primary group alone). nil when the kernel gives none.
+    static func credentials(_ fd: Int32) -> (uid: UInt32, gids: [UInt32])? {
+        var cred: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout.size(ofValue: cred))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, Int(length) == MemoryLayout.size(ofValue: cred)
+        else { return nil }
+        var gids = [UInt32](repeating: 0, count: 64)
+        var size = socklen_t(gids.count * 4)
+        var rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &gids, &size)
+        if rc != 0 && errno == ERANGE {
+            // A peer in more than 64 groups: the kernel said how many bytes it needs.
+            gids = [UInt32](repeating: 0, count: Int(size) / 4)
+            rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &gids, &size)
+        }
+        if rc != 0 { size = 0 }
+        return (cred.uid, [cred.gid] + gids.prefix(Int(size) / 4))
+    }
+
+    /// A client's connection.
     private final class Client {
         let fd: Int32
+        let uid: UInt32
+        let peerClass: APIAdmission.PeerClass
         var input: [UInt8] = []
         var output: [UInt8] = []
         var sent = 0
@@ -160,38 +203,81 @@ public final class VarlinkServer: Sendable {
         var closeWhenFlushed = false
         var lastActivity: Int64
 
-        init(fd: Int32, now: Int64) {
+        init(fd: Int32, uid: UInt32, peerClass: APIAdmission.PeerClass, now: Int64) {
             self.fd = fd
+            self.uid = uid
+            self.peerClass = peerClass
             self.lastActivity = now
         }
 
         var pending: Int { output.count - sent }
     }
 
-    private func run() {
+    /// The open connections and what they hold, by class and uid (every close goes through `close`).
+    private struct Connections {
         var clients: [Int32: Client] = [:]
+        var held = APIAdmission.Held()
+
+        mutating func add(_ c: Client) {
+            clients[c.fd] = c
+            held.add(uid: c.uid, c.peerClass)
+        }
+
+        mutating func close(_ c: Client) {
+            Glibc.close(c.fd)
+            clients[c.fd] = nil
+            held.remove(uid: c.uid, c.peerClass)
+        }
+    }
+
+    /// POLLRDHUP (include/uapi/asm-generic/poll.h; Glibc defines it only with _GNU_SOURCE): the peer shut its
+    /// sending side or closed.
+    static let pollReadHangUp = Int16(0x2000)
+
+    /// When each uid's refusal was last logged and how many were not logged since: one line per uid and minute.
+    private struct RefusalLog {
+        var last: [UInt32: (at: Int64, quiet: Int)] = [:]
+
+        /// How many refusals of `uid` went unlogged before this one, or nil when this one is not to be logged.
+        mutating func shouldLog(uid: UInt32, now: Int64) -> Int? {
+            if let entry = last[uid], now - entry.at < 60_000 {
+                last[uid] = (entry.at, entry.quiet + 1)
+                return nil
+            }
+            // Entries older than a minute say nothing any more: forgotten, so that many uids cannot grow the table.
+            if last.count >= 256 { last = last.filter { now - $0.value.at < 60_000 } }
+            let quiet = last[uid]?.quiet ?? 0
+            last[uid] = (now, 0)
+            return quiet
+        }
+    }
+
+    private func run() {
+        var connections = Connections()
+        var refusals = RefusalLog()
         var state = "{}"
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         defer {
-            for c in clients.values { close(c.fd) }
+            for c in connections.clients.values { close(c.fd) }
             ListeningSocket.remove(socket)
-            statsBox.withLock { $0.clients = 0 }
+            statsBox.withLock {
+                $0.clients = 0
+                $0.subscribers = 0
+            }
             finished.done()
         }
         while true {
             var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
-            let order = Array(clients.keys)
-            for fd in order {
-                let c = clients[fd]!
+            for c in connections.clients.values {
                 // A connection being closed is only flushed: its end of file or further bytes are not waited on.
                 var events = c.closeWhenFlushed ? Int16(0) : Int16(POLLIN)
                 if c.pending > 0 { events |= Int16(POLLOUT) }
-                fds.append(pollfd(fd: fd, events: events, revents: 0))
+                fds.append(pollfd(fd: c.fd, events: events, revents: 0))
             }
             // Posts and new connections wake the poll; only an idle connection's deadline needs a clock, so with no
             // client the thread sleeps until something happens (an idle agent is woken by nothing of ours).
-            let r = poll(&fds, nfds_t(fds.count), clients.isEmpty ? -1 : 1000)
+            let r = poll(&fds, nfds_t(fds.count), connections.clients.isEmpty ? -1 : 1000)
             if r < 0 && errno != EINTR {
                 logger.error("Varlink server: poll failed; the socket is closed", metadata: ["error": "\(String(cString: strerror(errno)))"])
                 return
@@ -216,7 +302,7 @@ public final class VarlinkServer: Sendable {
             }
             for line in lines {
                 let reply = Array("{\"parameters\":{\"status\":\(line)},\"continues\":true}".utf8) + [0]
-                for c in clients.values where c.subscribed { queue(c, reply) }
+                for c in connections.clients.values where c.subscribed { queue(c, reply) }
             }
 
             // New connections.
@@ -224,52 +310,104 @@ public final class VarlinkServer: Sendable {
                 while true {
                     let fd = accept(socket.fd, nil, nil)
                     if fd < 0 { break }
-                    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                    var size = limits.sendBuffer
-                    _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-                    if clients.count >= limits.maxClients {
-                        let reply = error("org.gatewayreach.Reach.TooManyClients", ["limit": .int(limits.maxClients)])
-                        _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-                        close(fd)
-                        statsBox.withLock { $0.refused += 1 }
-                        continue
-                    }
-                    clients[fd] = Client(fd: fd, now: now)
-                    statsBox.withLock { $0.accepted += 1 }
+                    admit(fd, &connections, &refusals, &buffer, state: state, now: now)
                 }
             }
 
             // Client traffic.
             for p in fds.dropFirst(2) where p.revents != 0 {
-                guard let c = clients[p.fd] else { continue }
-                var alive = true
-                if p.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
-                    alive = receive(c, &buffer, state: state, now: now)
-                }
-                if alive, c.pending > 0 { alive = flush(c) }
-                if !alive {
-                    close(c.fd)
-                    clients[p.fd] = nil
-                }
+                guard let c = connections.clients[p.fd] else { continue }
+                if !serve(c, p.revents, &buffer, state: state, now: now) { connections.close(c) }
             }
             // Writes queued by posts, limits and idle connections.
-            for c in Array(clients.values) {
+            for c in Array(connections.clients.values) {
                 var alive = c.pending == 0 || flush(c)
                 if alive && c.pending > limits.maxPending {
                     alive = false
                     statsBox.withLock { $0.dropped += 1 }
-                    logger.notice("Varlink client dropped: it did not read its replies", metadata: ["pending_bytes": "\(c.pending)"])
+                    logger.notice("Varlink client dropped: it did not read its replies", metadata: ["pending_bytes": "\(c.pending)", "uid": "\(c.uid)"])
                 }
                 if alive && c.closeWhenFlushed && c.pending == 0 { alive = false }
                 if alive && !c.subscribed && c.pending == 0 && now - c.lastActivity > limits.idleSeconds * 1000 { alive = false }
-                if !alive {
-                    close(c.fd)
-                    clients[c.fd] = nil
-                }
+                if !alive { connections.close(c) }
             }
-            statsBox.withLock { $0.clients = clients.count }
+            let subscribers = connections.clients.values.filter(\.subscribed).count
+            statsBox.withLock {
+                $0.clients = connections.clients.count
+                $0.subscribers = subscribers
+            }
         }
+    }
+
+    /// Judges a new connection by its peer's credentials: admitted into `connections`, or refused with TooManyClients
+    /// and closed. At the limit, the connections whose peer has hung up are reaped first and the peer judged again.
+    private func admit(
+        _ fd: Int32, _ connections: inout Connections, _ refusals: inout RefusalLog, _ buffer: inout [UInt8],
+        state: String, now: Int64
+    ) {
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var size = limits.sendBuffer
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        guard let peer = Self.credentials(fd) else {
+            // Not reached on a Unix socket (the kernel records every connecting peer's credentials).
+            logger.warning("Varlink connection refused: the kernel gave no peer credentials", metadata: ["errno": "\(errno)"])
+            close(fd)
+            statsBox.withLock { $0.refused += 1 }
+            return
+        }
+        let peerClass = APIAdmission.peerClass(uid: peer.uid, gids: peer.gids, group: limits.group)
+        var refusal = limits.admission.judge(peerClass, uid: peer.uid, held: connections.held)
+        if refusal != nil {
+            reapHungUp(&connections, &buffer, state: state, now: now)
+            refusal = limits.admission.judge(peerClass, uid: peer.uid, held: connections.held)
+        }
+        guard let refusal else {
+            connections.add(Client(fd: fd, uid: peer.uid, peerClass: peerClass, now: now))
+            statsBox.withLock { $0.accepted += 1 }
+            return
+        }
+        let limit = limits.admission.limit(refusal)
+        let reply = error("org.gatewayreach.Reach.TooManyClients", ["limit": .int(limit), "uid": .int(Int(peer.uid))])
+        _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        close(fd)
+        statsBox.withLock { $0.refused += 1 }
+        if let quiet = refusals.shouldLog(uid: peer.uid, now: now) {
+            let held = connections.held
+            logger.notice(
+                "Varlink connection refused (TooManyClients): \(refusal.text)",
+                metadata: [
+                    "uid": "\(peer.uid)", "class": "\(peerClass.rawValue)", "limit": "\(limit)",
+                    "held_by_uid": "\(held.byUID[peer.uid] ?? 0)", "clients": "\(held.total)",
+                    "refused_unlogged_before": "\(quiet)",
+                ])
+        }
+    }
+
+    /// Serves, and closes when they are done, the connections whose peer hung up or shut its sending side (POLLHUP,
+    /// POLLRDHUP, POLLERR; `receive` sees recv() == 0): what they asked before is still answered if it can be, and
+    /// their slots are free before the next peer is judged. A poll(2) of their own, without waiting: the loop's last
+    /// poll was before they closed.
+    private func reapHungUp(_ connections: inout Connections, _ buffer: inout [UInt8], state: String, now: Int64) {
+        let hangUp = Int16(POLLHUP) | Int16(POLLERR) | Self.pollReadHangUp
+        var fds = connections.clients.keys.map { pollfd(fd: $0, events: Int16(POLLIN) | Self.pollReadHangUp, revents: 0) }
+        guard poll(&fds, nfds_t(fds.count), 0) > 0 else { return }
+        for p in fds where p.revents & hangUp != 0 {
+            guard let c = connections.clients[p.fd] else { continue }
+            if !serve(c, p.revents, &buffer, state: state, now: now) || (c.closeWhenFlushed && c.pending == 0) {
+                connections.close(c)
+            }
+        }
+    }
+
+    /// Reads and answers what a client sent, then sends what is queued. False when it is to be closed now.
+    private func serve(_ c: Client, _ revents: Int16, _ buffer: inout [UInt8], state: String, now: Int64) -> Bool {
+        var alive = true
+        if revents & (Int16(POLLIN | POLLHUP | POLLERR) | Self.pollReadHangUp) != 0 {
+            alive = receive(c, &buffer, state: state, now: now)
+        }
+        if alive, c.pending > 0 { alive = flush(c) }
+        return alive
     }
 
     /// Reads what the client sent and answers every complete call. False when the connection is to be closed now.

@@ -150,7 +150,8 @@ import Testing
             }
         }
 
-        // 40 connections at once: the first ones are served, the rest refused with TooManyClients.
+        // 40 connections at once from root: the first ones are served, the rest refused with TooManyClients (root
+        // holds 28 of the 32 slots at most: 4 are kept for the group reach; APIAbuseTests has the other uids).
         var crowd: [Connection] = []
         for _ in 0..<40 { if let c = Connection(socketPath) { crowd.append(c) } }
         try await Task.sleep(for: .seconds(1))
@@ -158,7 +159,7 @@ import Testing
             var p = pollfd(fd: c.fd, events: Int16(POLLIN), revents: 0)
             return poll(&p, 1, 0) == 1 && (c.message()?.contains("org.gatewayreach.Reach.TooManyClients") ?? false)
         }.count
-        #expect(refused == 40 - 30, "32 clients at most: the subscriber, the sleeper and 30 of the crowd")
+        #expect(refused == 40 - 26, "28 root clients at most: the subscriber, the sleeper and 26 of the crowd")
         crowd = []
         try await Task.sleep(for: .milliseconds(300))
 
@@ -229,7 +230,7 @@ import Testing
 
         let final = try #require(Self.state(dir))
         let outputs = try #require(final["agent"]?["outputs"])
-        #expect(outputs["varlink"]?["refused"]?.intValue == 10)
+        #expect(outputs["varlink"]?["refused"]?.intValue == 14)
         #expect(outputs["varlink"]?["dropped"]?.intValue == 1, "the subscriber that never read: \(outputs.serialized())")
         #expect((outputs["varlink"]?["bad_requests"]?.intValue ?? 0) >= 3)
         // "On time", by the agent's own clocks: the CPU time the report sink's thread spent handing lines to the API

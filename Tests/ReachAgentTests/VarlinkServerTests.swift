@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 @testable import ReachAgent
+import ReachCore
 import ReachFiles
 import ReachTestSupport
 import Testing
@@ -9,6 +10,9 @@ import Testing
 /// (it polled with a 1 s timeout and woke once a second for nothing). With a client connected it still keeps the
 /// idle deadline.
 @Suite struct VarlinkServerTests {
+    /// The crowd of clients that hold connections (its header says what it does).
+    static let crowd = TestPaths.repo + "/scripts/lib/varlink-crowd.py"
+
     @Test func withoutClientsItWakesOnlyForPosts() async throws {
         let dir = try makeTempDir("reach-varlink")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -30,6 +34,38 @@ import Testing
         let n = await Self.receiveOne(fd)
         #expect(n == 0, "the idle client was not closed (recv returned \(n))")
         #expect(Date().timeIntervalSince(started) < 4)
+    }
+
+    /// A client that closes and connects again at once is admitted: the server reaps the connections whose peer hung
+    /// up before it judges the next one (it once counted 40 closed connections it had not yet read and refused the
+    /// next GetStatus). A crowd (scripts/lib/varlink-crowd.py, a process of its own: a descriptor this process closes
+    /// can stay open a moment longer in a child another test is starting) fills its uid's share (28 of 32 as root,
+    /// the group's 4 kept; 4 otherwise) and is refused once; then 100 times it closes one and calls GetStatus on a new
+    /// connection at once, and then it closes all and connects as many again at once.
+    @Test func aClosedConnectionFreesItsSlotBeforeTheNextIsJudged() async throws {
+        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "python3") else { return }
+        let dir = try makeTempDir("reach-varlink-reap")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try VarlinkServer.start(path: dir + "/api.sock", logger: Logger(label: "test")).get()
+        defer { server.stop() }
+        server.post(state: #"{"agent":{"pid":1}}"#)
+        let share = getuid() == 0 ? 32 - 4 : 4
+        let crowd = try await Spawned.start(
+            ["/usr/bin/python3", Self.crowd, server.path, String(share + 1)], stdout: .capture, stderr: .capture)
+        defer { crowd.stop(grace: 1) }
+        let filled = try JSON.parse(try await crowd.readLine(timeout: 30))
+        #expect(filled["admitted"] == .int(Int64(share)) && filled["refused"] == .int(1), "\(filled.serialized())")
+        #expect(filled["refused_uids"] == .array([.int(Int64(getuid()))]), "\(filled.serialized())")
+        #expect(filled["limits"] == .array([.int(getuid() == 0 ? 32 : 4)]), "\(filled.serialized())")
+
+        crowd.signal(SIGUSR1)
+        let churn = try JSON.parse(try await crowd.readLine(timeout: 60))
+        #expect(churn["churned"] == .int(100) && churn["refused"] == .int(0) && churn["errors"] == .array([]),
+                "\(churn.serialized()) \(crowd.errorText)")
+        crowd.signal(SIGUSR2)
+        let again = try JSON.parse(try await crowd.readLine(timeout: 60))
+        #expect(again["reconnected"] == .int(Int64(share)) && again["refused"] == .int(0), "\(again.serialized())")
+        #expect(server.stats.refused == 1)
     }
 
     /// recv(2) of one byte, off Swift's pool, within 5 s: 0 when the server closed the connection.
