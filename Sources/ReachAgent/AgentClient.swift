@@ -32,9 +32,42 @@ public struct Readings: Error, Sendable, Equatable {
 }
 
 public enum AgentClient {
+    /// Why GetStatus gave no state.
+    public enum Failure: Error, Sendable, Equatable {
+        /// The socket could not be reached, or the agent did not answer with a Varlink message.
+        case system(SystemError)
+        /// The agent answered with a Varlink error: its name (without the interface) and, for TooManyClients, the
+        /// uid it judged the connection by.
+        case varlink(error: String, uid: Int64?)
+
+        public var reason: String {
+            switch self {
+            case let .system(e): return e.reason
+            case let .varlink(error, uid?): return "\(error) for uid \(uid)"
+            case let .varlink(error, nil): return error
+            }
+        }
+    }
+
     /// Calls org.gatewayreach.Reach.GetStatus on the agent's socket; the state object, or why not. Bounded: the
     /// connect, the request and the reply each wait at most `timeoutMS`, and the reply at most 16 MiB.
-    public static func getStatus(socketPath: String, timeoutMS: Int32 = 1000) -> Result<JSON, SystemError> {
+    public static func getStatus(socketPath: String, timeoutMS: Int32 = 1000) -> Result<JSON, Failure> {
+        getStatusMessage(socketPath: socketPath, timeoutMS: timeoutMS).mapError(Failure.system).flatMap { json in
+            if let error = json["error"]?.stringValue {
+                let name = error.hasPrefix(VarlinkServer.interfaceName + ".")
+                    ? String(error.dropFirst(VarlinkServer.interfaceName.count + 1)) : error
+                return .failure(.varlink(error: name, uid: json["parameters"]?["uid"]?.intValue))
+            }
+            guard let status = json["parameters"]?["status"], status.objectValue != nil else {
+                return .failure(.system(SystemError(
+                    "GetStatus", errno: EPROTO, path: socketPath, detail: "the reply has no status object")))
+            }
+            return .success(status)
+        }
+    }
+
+    /// The agent's first message on a GetStatus call: a reply or an error.
+    static func getStatusMessage(socketPath: String, timeoutMS: Int32) -> Result<JSON, SystemError> {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return .failure(SystemError("socket", errno: errno)) }
         defer { close(fd) }
@@ -51,6 +84,9 @@ public enum AgentClient {
         while sent < request.count {
             let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n > 0 { sent += n; continue }
+            // An agent that refused the connection has sent its error and closed before the call arrived: the error
+            // is still to be read.
+            if n < 0 && (errno == EPIPE || errno == ECONNRESET) { break }
             guard n < 0 && (errno == EAGAIN || errno == EINTR) else { return .failure(SystemError("send", errno: errno, path: socketPath)) }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
             guard poll(&p, 1, timeoutMS) == 1 else { return .failure(SystemError("send", errno: ETIMEDOUT, path: socketPath)) }
@@ -73,16 +109,10 @@ public enum AgentClient {
             if reply.count > limit { return .failure(SystemError("recv", errno: EFBIG, path: socketPath, detail: "a reply over 16 MiB")) }
         }
         let message = reply.prefix { $0 != 0 }
-        guard let json = try? JSON.parse(bytes: Array(message)) else {
-            return .failure(SystemError("recv", errno: EPROTO, path: socketPath, detail: "the reply is not JSON"))
+        guard let json = try? JSON.parse(bytes: Array(message)), json.objectValue != nil else {
+            return .failure(SystemError("recv", errno: EPROTO, path: socketPath, detail: "the reply is not a JSON object"))
         }
-        if let error = json["error"]?.stringValue {
-            return .failure(SystemError("GetStatus", errno: EPROTO, path: socketPath, detail: "the agent answered \(error)"))
-        }
-        guard let status = json["parameters"]?["status"], status.objectValue != nil else {
-            return .failure(SystemError("GetStatus", errno: EPROTO, path: socketPath, detail: "the reply has no status object"))
-        }
-        return .success(status)
+        return .success(json)
     }
 
     /// The agent's modem and WiFi readings, if they may be used: the agent runs in this network namespace and its
@@ -100,8 +130,13 @@ public enum AgentClient {
         let state: JSON
         switch getStatus(socketPath: socketPath, timeoutMS: timeoutMS) {
         case let .success(s): state = s
-        case let .failure(e) where e.errno == ENOENT || e.errno == ECONNREFUSED:
+        case let .failure(.system(e)) where e.errno == ENOENT || e.errno == ECONNREFUSED:
             return direct("no agent answers on \(socketPath): \(e.reason)")
+        case let .failure(.varlink(error, uid)) where error == "TooManyClients":
+            // README "Varlink": who may hold how many connections.
+            return direct("the agent refused: " + Failure.varlink(error: error, uid: uid).reason)
+        case let .failure(.varlink(error, _)):
+            return direct("the agent on \(socketPath) could not be asked: the agent answered \(error)")
         case let .failure(e):
             return direct("the agent on \(socketPath) could not be asked: \(e.reason)")
         }

@@ -117,6 +117,11 @@ public enum Diagnostics {
             let started = state?["agent"]?["started"]?.stringValue ?? "?"
             return DiagCheck("agent", "Agent", .ok, "running since \(started); readings from it (\(readings.detail))")
         }
+        if readings.detail.contains(text: "TooManyClients") {
+            return DiagCheck("agent", "Agent", .warn, readings.text,
+                             hint: "the agent's connections are held by other programs: its log names the uids it refused "
+                                 + "(journalctl -u reach, logread); README \"Varlink\" says who may hold how many")
+        }
         if readings.detail.contains(text: "stale") {
             return DiagCheck("agent", "Agent", .warn, readings.detail + "; read directly",
                              hint: "the agent answers but its sources stopped updating: see its log (journalctl -u reach, logread)")
