@@ -21,6 +21,16 @@ import Testing
         """
     }
 
+    /// Subscribes with the PyPI client to the socket argv[1]: prints "first LAST_SEQ", then "line TYPE SEQ" per reply.
+    static let subscribe = """
+        import json, sys, varlink
+        with varlink.Client(address="unix:" + sys.argv[1]) as c, c.open("org.gatewayreach.Reach") as r:
+            replies = r.Subscribe(_more=True)
+            print("first", next(replies)["status"]["agent"]["last_seq"], flush=True)
+            for m in replies:
+                print("line", m["status"]["event"]["type"], m["status"]["event"]["seq"], flush=True)
+        """
+
     static func state(_ dir: String) -> JSON? {
         guard let data = FileManager.default.contents(atPath: dir + "/run/state.json") else { return nil }
         return try? JSON.parse(bytes: [UInt8](data))
@@ -114,15 +124,7 @@ import Testing
         #expect(status["targets"]?.arrayValue?.count == 2)
 
         // A subscriber with the PyPI client, printing each reply's seq.
-        let subscribe = """
-            import json, sys, varlink
-            with varlink.Client(address="unix:" + sys.argv[1]) as c, c.open("org.gatewayreach.Reach") as r:
-                replies = r.Subscribe(_more=True)
-                print("first", next(replies)["status"]["agent"]["last_seq"], flush=True)
-                for m in replies:
-                    print("line", m["status"]["event"]["type"], m["status"]["event"]["seq"], flush=True)
-            """
-        let subscriber = try await Spawned.start([Self.python, "-c", subscribe, socketPath], stdout: .capture, stderr: .capture)
+        let subscriber = try await Spawned.start([Self.python, "-c", Self.subscribe, socketPath], stdout: .capture, stderr: .capture)
         defer { subscriber.stop(grace: 1) }
         let first = try await subscriber.stdout!.readLine(timeout: 10)
         #expect(first.hasPrefix("first "))

@@ -30,13 +30,14 @@ import Testing
             self.reportPath = reportPath
         }
 
-        static func start(config: String, dir: String, report: String? = nil, netns: String? = nil) async throws
-            -> AgentProcess
-        {
+        /// - Parameter wrapper: a command the agent's command line is appended to (one that ends by exec'ing it).
+        static func start(
+            config: String, dir: String, report: String? = nil, netns: String? = nil, wrapper: [String] = []
+        ) async throws -> AgentProcess {
             let cfgPath = dir + "/reach.json"
             try config.write(toFile: cfgPath, atomically: true, encoding: .utf8)
             let agent = [TestPaths.reach, "agent", "--config", cfgPath]
-            let argv = netns.map { ["ip", "netns", "exec", $0] + agent } ?? agent
+            let argv = wrapper + (netns.map { ["ip", "netns", "exec", $0] + agent } ?? agent)
             let child = try await Spawned.start(argv, stderr: .capture)
             return AgentProcess(child, reportPath: report ?? dir + "/reach.jsonl")
         }
