@@ -10,10 +10,11 @@
 // root, with slots kept for root and for the group `reach` that no other uid can take (a refused peer gets
 // TooManyClients naming its uid, and is closed; the log says so once a minute per uid). At the limit the server
 // first reaps the connections whose peer has hung up (POLLHUP, POLLRDHUP, recv() == 0), so a client that closed
-// frees its slot before the next one is judged. Requests of at most `maxRequest` bytes, at most `maxPending` bytes of replies queued per client (a subscriber that stops
-// reading is dropped when its queue passes that; its kernel send buffer is made small too), a connection with nothing
-// to do is closed after `idleSeconds`. Every send is non-blocking. Malformed JSON, an unknown interface or method,
-// or a request that is too large gets its Varlink error and the connection is closed.
+// frees its slot before the next one is judged. Requests of at most `maxRequest` bytes, at most `maxPending` bytes
+// of replies queued per client (a subscriber that stops reading is dropped when its queue passes that; its kernel
+// send buffer is made small too), a connection with nothing to do is closed after `idleSeconds`. Every send is
+// non-blocking. Malformed JSON, an unknown interface or method, or a request that is too large gets its Varlink error
+// and the connection is closed.
 
 import GatewayReach
 import Glibc
@@ -306,16 +307,19 @@ public final class VarlinkServer: Sendable {
             }
 
             // New connections.
+            var fresh = Set<Int32>()
             if fds[1].revents & Int16(POLLIN) != 0 {
                 while true {
                     let fd = accept(socket.fd, nil, nil)
                     if fd < 0 { break }
                     admit(fd, &connections, &refusals, &buffer, state: state, now: now)
+                    fresh.insert(fd)
                 }
             }
 
-            // Client traffic.
-            for p in fds.dropFirst(2) where p.revents != 0 {
+            // Client traffic. (A connection accepted just now may have the number of one reaped above: the events
+            // polled for that number were the old connection's.)
+            for p in fds.dropFirst(2) where p.revents != 0 && !fresh.contains(p.fd) {
                 guard let c = connections.clients[p.fd] else { continue }
                 if !serve(c, p.revents, &buffer, state: state, now: now) { connections.close(c) }
             }
