@@ -236,7 +236,7 @@ public final class VarlinkServer: Sendable {
     static let pollReadHangUp = Int16(0x2000)
 
     /// When each uid's refusal was last logged and how many were not logged since: one line per uid and minute.
-    private struct RefusalLog {
+    struct RefusalLog {
         var last: [UInt32: (at: Int64, quiet: Int)] = [:]
 
         /// How many refusals of `uid` went unlogged before this one, or nil when this one is not to be logged.
@@ -245,9 +245,10 @@ public final class VarlinkServer: Sendable {
                 last[uid] = (entry.at, entry.quiet + 1)
                 return nil
             }
-            // Entries older than a minute say nothing any more: forgotten, so that many uids cannot grow the table.
-            if last.count >= 256 { last = last.filter { now - $0.value.at < 60_000 } }
             let quiet = last[uid]?.quiet ?? 0
+            // Entries older than a minute say nothing any more: forgotten, so that the table holds only the uids
+            // refused within the last minute.
+            if last.count >= 256 { last = last.filter { now - $0.value.at < 60_000 } }
             last[uid] = (now, 0)
             return quiet
         }

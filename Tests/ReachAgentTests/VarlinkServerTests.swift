@@ -68,6 +68,22 @@ import Testing
         #expect(server.stats.refused == 1)
     }
 
+    /// A refusal is logged once per uid and minute, and the next line says how many went unlogged before it.
+    @Test func refusalsAreLoggedOncePerUIDAndMinute() {
+        var log = VarlinkServer.RefusalLog()
+        #expect(log.shouldLog(uid: 65534, now: 0) == 0)
+        #expect(log.shouldLog(uid: 65534, now: 1) == nil)
+        #expect(log.shouldLog(uid: 1000, now: 2) == 0)
+        #expect(log.shouldLog(uid: 65534, now: 59_999) == nil)
+        #expect(log.shouldLog(uid: 65534, now: 60_000) == 2)
+        #expect(log.shouldLog(uid: 65534, now: 60_001) == nil)
+        // Past 256 uids the table forgets the ones not refused within the last minute.
+        for uid in UInt32(2001)...UInt32(2300) { _ = log.shouldLog(uid: uid, now: 61_000) }
+        #expect(log.last[1000] == nil && log.last[65534] != nil && log.last.count == 301)
+        #expect(log.shouldLog(uid: 3000, now: 130_000) == 0)
+        #expect(log.last.count == 1)
+    }
+
     /// recv(2) of one byte, off Swift's pool, within 5 s: 0 when the server closed the connection.
     static func receiveOne(_ fd: Int32) async -> Int {
         let result = try? await offPool { () -> Int in
