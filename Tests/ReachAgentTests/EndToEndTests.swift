@@ -207,6 +207,12 @@ import Testing
         #expect(s.stderr.contains("line 2"))
         let check = try await TestSupport.run([TestPaths.reach, "agent", "--check-config", "--config", path])
         #expect(check.status == 78)
+        // The Varlink limits: each on its own, and the share that leaves root and the group reach no slots.
+        let limits = dir + "/limits.json"
+        try #"{"api":{"max_clients":12,"max_clients_per_uid":5}}"#.write(toFile: limits, atomically: true, encoding: .utf8)
+        let l = try await TestSupport.run([TestPaths.reach, "agent", "--config", limits])
+        #expect(l.status == 78)
+        #expect(l.stderr.contains("api.max_clients_per_uid: expected an integer from 1 to 4"), "\(l.stderr)")
     }
 
     @Test func badReloadKeepsTheRunningConfig() async throws {
