@@ -128,6 +128,8 @@ public final class VarlinkServer: Sendable {
 
     private init(socket: ListeningSocket.Bound, limits: Limits, logger: Logger, wake: SelfPipe) {
         self.socket = socket
+        var limits = limits
+        limits.admission.groupExists = limits.group != nil
         self.limits = limits
         self.logger = logger
         self.wake = wake

@@ -13,7 +13,7 @@
 //   is refused when, after it, the free slots would not cover what the *other* of the two has been promised and does
 //   not hold. So everyone else together holds at most N - 2P, and neither root nor the group can be locked out by
 //   any other uid (root cannot take the group's promised slots either: a runaway root script must not silence the
-//   group's readers).
+//   group's readers). A system without the group keeps no slots for it.
 
 public struct APIAdmission: Sendable, Equatable {
     /// The defaults of `api.max_clients` and `api.max_clients_per_uid`: 32 connections, 4 per uid. One reader needs
@@ -27,6 +27,9 @@ public struct APIAdmission: Sendable, Equatable {
 
     public var maxClients: Int
     public var maxClientsPerUID: Int
+    /// Whether the group exists on this system (OpenWrt's procd runs reach as root with no such group): without it
+    /// no slot is kept for it.
+    public var groupExists = true
 
     public init(maxClients: Int = defaultMaxClients, maxClientsPerUID: Int = defaultMaxClientsPerUID) {
         self.maxClients = maxClients
@@ -120,7 +123,7 @@ public struct APIAdmission: Sendable, Equatable {
         if held.total >= maxClients { return .full }
         if c != .root && held.byUID[uid, default: 0] >= maxClientsPerUID { return .uidLimit }
         let rootOwed = c == .root ? 0 : max(0, reserve - held.root)
-        let groupOwed = c == .group ? 0 : max(0, reserve - held.group)
+        let groupOwed = c == .group || !groupExists ? 0 : max(0, reserve - held.group)
         if maxClients - held.total - 1 < rootOwed + groupOwed { return .reserved }
         return nil
     }

@@ -34,6 +34,13 @@ import Testing
         }
     }
 
+    /// The defaults on a system without the group reach: only root's slots are kept.
+    static let noGroup: APIAdmission = {
+        var a = APIAdmission()
+        a.groupExists = false
+        return a
+    }()
+
     /// Six unprivileged uids holding 4 each: the 24 slots everyone but root and the group may hold together.
     static let sixUIDs: [UInt32: Int] = [1000: 4, 1001: 4, 1002: 4, 1003: 4, 1004: 4, 65534: 4]
 
@@ -63,6 +70,12 @@ import Testing
              .group, uid: 1107, .reserved),
         Case("root beside 28 of the group's", group: [1100: 4, 1101: 4, 1102: 4, 1103: 4, 1104: 4, 1105: 4, 1106: 4],
              .root, uid: 0, nil),
+        Case("no group: root's 29th", root: 28, .root, uid: 0, nil, admission: noGroup),
+        Case("no group: all 32 root's", root: 31, .root, uid: 0, nil, admission: noGroup),
+        Case("no group: others hold 28", others: [1000: 4, 1001: 4, 1002: 4, 1003: 4, 1004: 4, 1005: 4, 65534: 3],
+             .other, uid: 1006, nil, admission: noGroup),
+        Case("no group: not 29", others: [1000: 4, 1001: 4, 1002: 4, 1003: 4, 1004: 4, 1005: 4, 65534: 4],
+             .other, uid: 1006, .reserved, admission: noGroup),
         Case("N 3, P 1: one unprivileged connection", .other, uid: nobody, nil,
              admission: APIAdmission(maxClients: 3, maxClientsPerUID: 1)),
         Case("N 3, P 1: a second uid finds the rest kept", others: [65534: 1], .other, uid: 1000, .reserved,
