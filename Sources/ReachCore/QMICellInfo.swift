@@ -384,6 +384,13 @@ public struct QMICellSources: Sendable, Equatable {
             if cell.channel == nil { cell.channel = Int(rf.channel) }
             known = true
         }
+        if rat == .lte, let p = carrierAggregation?.pcell {
+            // The serving cell is the PCell (TS 36.331 §3.1): CA Info names its channel and PCI when Cell Location
+            // Info did not answer (refused by the firmware, or not asked).
+            if cell.channel == nil { cell.channel = Int(p.channel) }
+            if cell.physicalID == nil { cell.physicalID = Int(p.pci) }
+            known = true
+        }
         var qmiBand = rf?.band
         if qmiBand == nil, rat == .lte, let p = carrierAggregation?.pcell { qmiBand = Int(p.band) }
         (cell.band, cell.bandFromChannel) = Self.band(rat, qmi: qmiBand, channel: cell.channel, region: region)

@@ -99,6 +99,28 @@ import Testing
         #expect(CellSummary.bandList(m) == "B3+B7")
     }
 
+    /// Cell Location Info refused (many modules answer NotSupported or InvalidQmiCommand) but LTE CPHY CA Info
+    /// answered: the serving cell is the PCell, so its channel, PCI and band come from there; what only Cell Location
+    /// Info tells (TAC, cell id) stays unknown.
+    @Test func servingCellFromThePCellWhenCellLocationIsRefused() throws {
+        let ca = QMICarrierAggregation(pcell: Self.pcellB3, scells: [])
+        let r = QMICellSources(carrierAggregation: ca).readings(rats: [.lte], plmn: nil)
+        let cell = try #require(r.cell)
+        #expect(cell.rat == .lte)
+        #expect(cell.channel == 1300)
+        #expect(cell.physicalID == 123)
+        #expect(cell.band == RadioBand(.lte, 3))
+        #expect(cell.bandwidthMHz == 20)
+        #expect(cell.tac == nil)
+        #expect(cell.cellID == nil)
+        // Where both answered, Cell Location Info's own values stand.
+        var loc = QMICellLocationInfo()
+        loc.lteIntra = Loc.LTEIntra(ueIdle: false, tac: 41001, globalCellID: 26498817, earfcn: 1300, servingPCI: 99, cells: [])
+        let both = QMICellSources(location: loc, carrierAggregation: ca).readings(rats: [.lte], plmn: nil)
+        #expect(both.cell?.physicalID == 99)
+        #expect(both.cell?.tac == 41001)
+    }
+
     /// Two SCells (TLV 0x15): B3 + B7 + B20, the third deactivated, and an unknown band value left to the channel.
     @Test func carrierAggregationTwoSCells() throws {
         let ca = QMICarrierAggregation(
