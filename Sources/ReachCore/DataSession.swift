@@ -61,11 +61,17 @@ public struct DataClientReading: Sendable, Equatable, Codable {
     public var state: DataSessionState
     /// Why the state is unknown: the request that failed and how.
     public var error: String?
+    /// False for a client that cannot observe at all because the modem refused what makes it one (QMI Set IP Family
+    /// for IPv6: a WDS client's family is IPv4 until it is set, so firmware that refuses the request has no other
+    /// family to show). Such a reading is shown, but it is not one of the observers the channel's session is
+    /// combined from.
+    public var observing: Bool
 
-    public init(family: AddressFamily? = nil, state: DataSessionState, error: String? = nil) {
+    public init(family: AddressFamily? = nil, state: DataSessionState, error: String? = nil, observing: Bool = true) {
         self.family = family
         self.state = state
         self.error = error
+        self.observing = observing
     }
 }
 
@@ -93,10 +99,11 @@ public struct DataChannel: Sendable, Equatable, Codable {
         self.error = error
     }
 
-    /// The channel's session: the observers' readings combined; unknown when the channel could not be observed.
+    /// The channel's session: the observers' readings combined (clients that cannot observe left out); unknown when
+    /// the channel could not be observed.
     public var state: DataSessionState {
         if error != nil { return .unknown }
-        return DataSessionState.combine(clients.map(\.state)) ?? .unknown
+        return DataSessionState.combine(clients.filter(\.observing).map(\.state)) ?? .unknown
     }
 
     /// Why the channel reads unknown, for people: the channel's own error, else each observer's.

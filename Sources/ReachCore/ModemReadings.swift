@@ -541,6 +541,8 @@ public struct QMIModemReadings: Sendable, Equatable {
             state.rejectCause = nil
             state.operatorName = servingSystem.operatorName ?? operatorName
             state.packetService = servingSystem.packetService
+        } else {
+            state.forgetRegistration()
         }
         if let signalInfo {
             let r = signalInfo.readings(for: state.accessTechnologies)
@@ -551,8 +553,10 @@ public struct QMIModemReadings: Sendable, Equatable {
             state.signal = signalStrength.serving(for: state.accessTechnologies)
             state.nrSignal = nil
             state.qualityPercent = signalStrength.qualityPercent
+        } else {
+            state.forgetSignal()
         }
-        if let sim { state.sim = sim }
+        state.sim = sim ?? .unknown
     }
 }
 
@@ -572,13 +576,36 @@ public struct MBIMModemReadings: Sendable, Equatable {
             state.operatorName = network.providerName.flatMap { $0.isEmpty ? nil : $0 }
             state.packetService = network.packetService
             state.rejectCause = network.rejectCause
+        } else {
+            state.forgetRegistration()
         }
         if let signal {
             let r = signal.readings(for: state.accessTechnologies)
             state.signal = r.serving
             state.nrSignal = r.nr
             state.qualityPercent = signal.qualityPercent
+        } else {
+            state.forgetSignal()
         }
-        if let sim { state.sim = sim }
+        state.sim = sim ?? .unknown
+    }
+}
+
+extension ModemState {
+    /// No registration reading (never read, or the modem refused the request): nothing of it is known.
+    mutating func forgetRegistration() {
+        registration = .unknown
+        accessTechnologies = .none
+        plmn = nil
+        operatorName = nil
+        packetService = nil
+        rejectCause = nil
+    }
+
+    /// No signal reading: no measurement and no quality.
+    mutating func forgetSignal() {
+        signal = SignalMeasurement()
+        nrSignal = nil
+        qualityPercent = nil
     }
 }

@@ -100,8 +100,12 @@ public struct ModemState: Sendable, Equatable, Codable {
     public var firmware: String?
     /// Serving cell, component carriers and neighbours; each nil when the modem gave none.
     public var cells: CellReadings
-    /// The last error talking to the modem (timeout, protocol error, malformed reply), if any.
+    /// Why the modem could not be read at all this time (no answer, the port gone, the read cut short), if so.
+    /// Nothing read alongside is then trusted.
     public var error: String?
+    /// What the modem would not tell this time: each request it refused or answered unusably (`unread` in the JSON).
+    /// Only what that request would have told is unknown; every other reading stands.
+    public var unread: [UnreadReading]
     /// How the control port was opened (through qmi-proxy/mbim-proxy, or directly); nil before it was opened.
     public var access: ModemAccessPath?
     /// Why it was opened that way when that is not the configured way (`auto` fell back to direct), or why the
@@ -122,6 +126,13 @@ public struct ModemState: Sendable, Equatable, Codable {
         self.identifiers = ModemIdentifiers()
         self.cells = CellReadings()
         self.dataChannels = []
+        self.unread = []
+    }
+
+    /// Records that `reading` could not be read (the first reason for each reading is kept).
+    public mutating func noteUnread(_ reading: UnreadReading.Reading, _ reason: String) {
+        guard !unread.contains(where: { $0.reading == reading }) else { return }
+        unread.append(UnreadReading(reading, reason: reason))
     }
 
     /// `wwan[].data_session`: the channels' sessions combined (`DataSessionState.combine`); nil when the modem has
@@ -136,6 +147,39 @@ public struct ModemState: Sendable, Equatable, Codable {
         guard generation == .g5 else { return nil }
         return accessTechnologies.isNonStandalone5G ? "nsa" : "sa"
     }
+}
+
+/// A reading a modem did not give: the request was refused (QMI NotSupported / InvalidQmiCommand, MBIM
+/// NoDeviceSupport…) or its answer was unusable. Firmware refuses optional requests as a matter of course
+/// (ModemManager treats most of them as optional features, e.g. `mm-broadband-modem-qmi.c` falling back from DMS to
+/// UIM for the SIM), so one of them never makes the modem unreadable.
+public struct UnreadReading: Sendable, Equatable, Codable {
+    public enum Reading: String, Sendable, Equatable, Codable, CaseIterable {
+        case registration, packetService = "packet_service", signal, sim, cells, operatorName = "operator_name"
+        case identifiers, deviceInfo = "device_info"
+
+        /// For people: "registration", "packet service", "SIM status"…
+        public var words: String {
+            switch self {
+            case .sim: return "SIM status"
+            case .packetService: return "packet service"
+            case .operatorName: return "operator name"
+            case .deviceInfo: return "device info"
+            default: return rawValue
+            }
+        }
+    }
+
+    public var reading: Reading
+    /// The request and how it failed ("qmi_client_dms_uim_get_pin_status: QMI protocol error (94): 'NotSupported'").
+    public var reason: String
+
+    public init(_ reading: Reading, reason: String) {
+        self.reading = reading
+        self.reason = reason
+    }
+
+    public var json: JSON { .object([("reading", .string(reading.rawValue)), ("reason", .string(reason))]) }
 }
 
 /// Whether a source (modems, WiFi) could be asked at all, and why not.
@@ -332,7 +376,7 @@ extension ModemCheck {
     public var json: JSON {
         .object([
             ("interface", .string(interface)), ("device", .optional(device)), ("result", .string(result.rawValue)),
-            ("reason", .optional(reason)),
+            ("reason", .optional(reason)), ("not_read", .array(notRead.map { .string($0.rawValue) })),
         ])
     }
 }
@@ -349,6 +393,7 @@ extension DataChannel {
                 var o: [(String, JSON)] = []
                 if let f = c.family { o.append(("family", .string(f.rawValue))) }
                 o.append(("state", .string(c.state.rawValue)))
+                if !c.observing { o.append(("observing", .bool(false))) }
                 o.append(("error", .optional(c.error)))
                 return .object(o)
             })
@@ -448,6 +493,7 @@ extension ModemState {
             ("model", .optional(model)),
             ("firmware", .optional(firmware)),
             ("error", .optional(error)),
+            ("unread", .array(unread.map(\.json))),
         ]
         if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {
             members.insert(("bars_overrides", .array(signalPolicy.overridden.map(JSON.string))), at: i + 1)

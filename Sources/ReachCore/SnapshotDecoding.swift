@@ -29,6 +29,10 @@ extension ModemState {
         packetService = json["packet_service"]?.stringValue.flatMap(PacketServiceState.init(rawValue:))
         rejectCause = json["reject_cause"]?.intValue.map { Int($0) }
         error = json["error"]?.stringValue
+        unread = (json["unread"]?.arrayValue ?? []).compactMap { u in
+            guard let r = u["reading"]?.stringValue.flatMap(UnreadReading.Reading.init(rawValue:)) else { return nil }
+            return UnreadReading(r, reason: u["reason"]?.stringValue ?? "")
+        }
         dataChannels = (json["data_channels"]?.arrayValue ?? []).map(DataChannel.init(json:))
         access = json["access"]?.stringValue.flatMap(ModemAccessPath.init(rawValue:))
         accessReason = json["access_reason"]?.stringValue
@@ -145,7 +149,7 @@ extension DataChannel {
                 guard let state = c["state"]?.stringValue.flatMap(DataSessionState.init(rawValue:)) else { return nil }
                 return DataClientReading(
                     family: c["family"]?.stringValue.flatMap(AddressFamily.init(rawValue:)), state: state,
-                    error: c["error"]?.stringValue)
+                    error: c["error"]?.stringValue, observing: c["observing"]?.boolValue ?? true)
             },
             error: json["error"]?.stringValue)
     }

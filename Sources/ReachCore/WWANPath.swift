@@ -9,8 +9,13 @@
 // Why the modem alone is not enough either: calling a working uplink dead makes failover scripts tear down the only
 // link there is. So only a definite answer blocks a route: not registered (searching, idle, denied, limited
 // service), PS-detached, or every observer of the link's data channel reading disconnected. A locked SIM keeps
-// intervention_required (`ReachabilityFlags.derive`). Anything unknown (an error, a timeout, a port gone, an
-// unbindable channel) leaves the route's answer standing and says the check failed.
+// intervention_required (`ReachabilityFlags.derive`). Anything unknown (a timeout, a port gone, an unbindable
+// channel) leaves the route's answer standing and says the check failed.
+//
+// A request the firmware refused (`ModemState.unread`) makes unknown only what it would have told: definite evidence
+// read beside it still decides, as ModemManager keeps a modem usable when an optional request fails (its SIM, its
+// operator name, Set IP Family in `mm-bearer-qmi.c` set_ip_family_ready). Only a modem that could not be read at all
+// (`ModemState.error`: no answer, the port gone) leaves nothing to decide with.
 
 /// The modem check of a route over a modem's network interface (`modem_check` in the JSON).
 public struct ModemCheck: Sendable, Equatable {
@@ -29,15 +34,22 @@ public struct ModemCheck: Sendable, Equatable {
     /// The modem's control port; nil when no modem is known to carry the interface.
     public var device: String?
     public var result: Result
-    /// For `blocked`, what people can act on ("wwan0: the modem has no data session"); for `unknown`, what could not
-    /// be read. Nil when ok.
+    /// For `blocked`, the evidence that decided, which people can act on ("wwan0: the modem has no data session");
+    /// for `unknown`, what could not be read. Either lists the readings the modem refused ("(could not read: SIM
+    /// status)"). Nil when ok.
     public var reason: String?
+    /// The readings the modem refused this time (`not_read` in the JSON), whatever the result.
+    public var notRead: [UnreadReading.Reading]
 
-    public init(interface: String, device: String?, result: Result, reason: String? = nil) {
+    public init(
+        interface: String, device: String?, result: Result, reason: String? = nil,
+        notRead: [UnreadReading.Reading] = []
+    ) {
         self.interface = interface
         self.device = device
         self.result = result
         self.reason = reason
+        self.notRead = notRead
     }
 }
 
@@ -59,38 +71,47 @@ public enum WWANPath {
 
     /// The check of a route over `interface`, which `modem` carries.
     public static func check(interface: String, modem m: ModemState) -> ModemCheck {
-        func blocked(_ why: String) -> ModemCheck {
-            ModemCheck(interface: interface, device: m.device, result: .blocked, reason: "\(interface): \(why)")
+        let notRead = m.unread.map(\.reading)
+        let unreadNote = notRead.isEmpty ? "" : " (could not read: \(notRead.map(\.words).joined(separator: ", ")))"
+        func result(_ r: ModemCheck.Result, _ why: String?) -> ModemCheck {
+            ModemCheck(
+                interface: interface, device: m.device, result: r, reason: why.map { "\(interface): \($0)\(unreadNote)" },
+                notRead: notRead)
         }
-        func unknown(_ why: String) -> ModemCheck {
-            ModemCheck(interface: interface, device: m.device, result: .unknown, reason: "\(interface): \(why)")
+        if !m.present { return result(.unknown, "modem check failed: \(m.device) is gone") }
+        if m.sim.needsIntervention { return result(.blocked, "the SIM needs its \(m.sim == .pukRequired ? "PUK" : "PIN")") }
+        if let e = m.error { return result(.unknown, "modem check failed: \(e)") }
+        let c = m.dataChannels.isEmpty ? nil : channel(for: interface, of: m)
+        // Definite evidence first, whatever else could not be read.
+        if let down = definiteDown(m, channel: c) { return result(.blocked, down) }
+        if m.registration == .unknown { return result(.unknown, "registration unknown") }
+        guard !m.dataChannels.isEmpty else { return result(.ok, nil) }
+        guard let c else { return result(.unknown, "no observer of this interface's data channel") }
+        switch c.state {
+        case .connected: return result(.ok, nil)
+        case .connecting: return result(.unknown, "the data session is connecting")
+        case .unknown, .disconnected, .disconnecting:  // the last two decided above
+            return result(.unknown, "data session unknown (\(c.unknownDetail ?? "no usable answer"))")
         }
-        if !m.present { return unknown("modem check failed: \(m.device) is gone") }
-        if m.sim.needsIntervention { return blocked("the SIM needs its \(m.sim == .pukRequired ? "PUK" : "PIN")") }
-        if let e = m.error { return unknown("modem check failed: \(e)") }
+    }
+
+    /// What the modem said that stops packets, if anything: not registered, PS detached, or the channel's session
+    /// down or going down. Each stands on its own reading.
+    static func definiteDown(_ m: ModemState, channel c: DataChannel?) -> String? {
         switch m.registration {
-        case .home, .roaming: break
+        case .home, .roaming, .unknown: break
         case .denied:
             let cause = m.rejectCause.map { " (cause \($0)" + (RejectCause.words($0).map { ": \($0)" } ?? "") + ")" } ?? ""
-            return blocked("registration denied\(cause)")
-        case .searching: return blocked("the modem is searching for a network")
-        case .idle: return blocked("the modem is not registered and not searching (radio off or power save)")
-        case .emergencyOnly: return blocked("limited service (emergency calls only)")
-        case .unknown: return unknown("registration unknown")
+            return "registration denied\(cause)"
+        case .searching: return "the modem is searching for a network"
+        case .idle: return "the modem is not registered and not searching (radio off or power save)"
+        case .emergencyOnly: return "limited service (emergency calls only)"
         }
-        if m.packetService == .detached { return blocked("the modem is not attached for packet data") }
-        guard !m.dataChannels.isEmpty else {
-            return ModemCheck(interface: interface, device: m.device, result: .ok)
-        }
-        guard let c = channel(for: interface, of: m) else {
-            return unknown("no observer of this interface's data channel")
-        }
-        switch c.state {
-        case .connected: return ModemCheck(interface: interface, device: m.device, result: .ok)
-        case .disconnected: return blocked("the modem has no data session")
-        case .disconnecting: return blocked("the data session is being torn down")
-        case .connecting: return unknown("the data session is connecting")
-        case .unknown: return unknown("data session unknown (\(c.unknownDetail ?? "no usable answer"))")
+        if m.packetService == .detached { return "the modem is not attached for packet data" }
+        switch c?.state {
+        case .disconnected?: return "the modem has no data session"
+        case .disconnecting?: return "the data session is being torn down"
+        default: return nil
         }
     }
 

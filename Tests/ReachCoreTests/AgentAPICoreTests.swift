@@ -97,7 +97,14 @@ import Testing
                     DataClientReading(family: .ipv6, state: .unknown, error: "INCOMPATIBLE_STATE"),
                 ]),
             DataChannel(interface: "qmimux1", error: "mux id unknown"),
+            DataChannel(
+                interface: "qmimux2", muxID: 2,
+                clients: [
+                    DataClientReading(family: .ipv4, state: .disconnected),
+                    DataClientReading(family: .ipv6, state: .unknown, error: "Set IP Family refused", observing: false),
+                ]),
         ]
+        m.unread = [UnreadReading(.sim, reason: "qmi_client_dms_uim_get_pin_status: QMI protocol error (94): 'NotSupported'")]
         m.cells = CellReadings(
             cell: ServingCell(
                 rat: .lte, band: RadioBand(.lte, 3), channel: 1300, physicalID: 123, tac: 4660, cellID: 0x1A2B3C,

@@ -61,6 +61,8 @@ import Testing
 
     enum Session: CaseIterable {
         case noDataService, connected, disconnected, connecting, disconnecting, unknown, noChannelForLink
+        /// The IPv4 client reads disconnected; the IPv6 one cannot observe (the firmware refused Set IP Family).
+        case disconnectedIPv6CannotObserve
     }
 
     static let registrations = RegistrationState.allCases
@@ -69,7 +71,7 @@ import Testing
 
     static func modem(
         _ registration: RegistrationState, _ ps: PacketServiceState?, _ session: Session, sim: SIMState,
-        error: String?, present: Bool
+        error: String?, present: Bool, unread: [UnreadReading.Reading] = []
     ) -> ModemState {
         var m = ModemState(device: "/dev/cdc-wdm0", protocol: .qmi)
         m.interface = "wwan0"
@@ -79,6 +81,7 @@ import Testing
         m.sim = sim
         m.error = error
         m.present = present
+        m.unread = unread.map { UnreadReading($0, reason: "\($0.rawValue) request: QMI protocol error (94): 'NotSupported'") }
         m.rejectCause = registration == .denied ? 15 : nil
         func channel(_ v4: DataSessionState, _ v6: DataSessionState, interface: String? = nil) -> DataChannel {
             DataChannel(interface: interface, clients: [
@@ -94,6 +97,11 @@ import Testing
         case .disconnecting: m.dataChannels = [channel(.disconnecting, .disconnected)]
         case .unknown: m.dataChannels = [channel(.unknown, .disconnected)]
         case .noChannelForLink: m.dataChannels = [channel(.disconnected, .disconnected, interface: "qmimux1")]
+        case .disconnectedIPv6CannotObserve:
+            m.dataChannels = [DataChannel(clients: [
+                DataClientReading(family: .ipv4, state: .disconnected),
+                DataClientReading(family: .ipv6, state: .unknown, error: "Set IP Family refused", observing: false),
+            ])]
         }
         return m
     }
@@ -105,9 +113,10 @@ import Testing
                     gateway: gateway)
     }
 
-    /// The rule, written from the issue rather than from the code: definite evidence blocks (a locked SIM, not
-    /// registered, PS detached, every observer disconnected or tearing down); a modem that cannot be read (gone,
-    /// an error) or that reads unknown leaves the route standing.
+    /// The rule, written from the issues rather than from the code: definite evidence blocks (a locked SIM, not
+    /// registered, PS detached, every observer disconnected or tearing down), each on its own reading, whatever else
+    /// the modem refused to tell; a modem that cannot be read (gone, an error) or that reads unknown leaves the route
+    /// standing.
     static func expectedResult(
         _ registration: RegistrationState, _ ps: PacketServiceState?, _ session: Session, sim: SIMState,
         error: String?, present: Bool
@@ -116,11 +125,12 @@ import Testing
         if sim == .pinRequired || sim == .pukRequired { return .blocked }
         if error != nil { return .unknown }
         if [.searching, .idle, .denied, .emergencyOnly].contains(registration) { return .blocked }
-        if registration == .unknown { return .unknown }
         if ps == .detached { return .blocked }
+        if [.disconnected, .disconnecting, .disconnectedIPv6CannotObserve].contains(session) { return .blocked }
+        if registration == .unknown { return .unknown }
         switch session {
         case .noDataService, .connected: return .ok
-        case .disconnected, .disconnecting: return .blocked
+        case .disconnected, .disconnecting, .disconnectedIPv6CannotObserve: return .blocked
         case .connecting, .unknown, .noChannelForLink: return .unknown
         }
     }
@@ -133,17 +143,25 @@ import Testing
                     for sim in Self.sims {
                         for error in [nil, "qmi_client_nas_get_system_info: timed out after 5000 ms"] as [String?] {
                             for present in [true, false] {
+                              for unread in Self.refusals {
                                 rows += 1
-                                let m = Self.modem(registration, ps, session, sim: sim, error: error, present: present)
-                                let row = "\(registration) \(String(describing: ps)) \(session) \(sim) error=\(error != nil) present=\(present)"
+                                let m = Self.modem(
+                                    registration, ps, session, sim: sim, error: error, present: present, unread: unread)
+                                let row = "\(registration) \(String(describing: ps)) \(session) \(sim) error=\(error != nil) present=\(present) unread=\(unread)"
                                 let check = WWANPath.check(interface: "wwan0", modem: m)
+                                // What the modem refused changes no result: the readings it refused are unknown in
+                                // the table's own values already.
                                 let expected = Self.expectedResult(registration, ps, session, sim: sim, error: error, present: present)
                                 #expect(check.result == expected, "\(row)")
                                 #expect(check.device == "/dev/cdc-wdm0" && check.interface == "wwan0")
+                                #expect(check.notRead == unread, "\(row)")
                                 if expected == .ok {
                                     #expect(check.reason == nil, "\(row)")
                                 } else {
                                     #expect(check.reason?.hasPrefix("wwan0: ") == true, "\(row): \(String(describing: check.reason))")
+                                    let listed = unread.isEmpty || check.reason?.hasSuffix(
+                                        " (could not read: \(unread.map(\.words).joined(separator: ", ")))") == true
+                                    #expect(listed, "\(row): \(String(describing: check.reason))")
                                 }
 
                                 var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
@@ -172,14 +190,19 @@ import Testing
                                 eth.derive()
                                 #expect(eth.reachable && eth.medium == .ethernet && eth.modemCheck == nil, "\(row)")
                                 #expect(eth.flags == [.reachable], "\(row)")
+                              }
                             }
                         }
                     }
                 }
             }
         }
-        #expect(rows == 7 * 6 * 7 * 5 * 2 * 2)
+        #expect(rows == 7 * 6 * 8 * 5 * 2 * 2 * 3)
     }
+
+    /// Readings a modem may refuse beside the ones the table varies: none, the SIM alone (DMS UIM Get PIN Status
+    /// and UIM Get Card Status both refused), and the optional ones together.
+    static let refusals: [[UnreadReading.Reading]] = [[], [.sim], [.sim, .signal, .cells, .operatorName]]
 
     // MARK: Named cases
 
@@ -204,6 +227,50 @@ import Testing
         #expect(SnapshotText.headline(s) == "not reachable: \(reason) (connection required)", "\(name)")
         #expect(s.json()["modem_check"]?["result"] == .string("blocked"))
         #expect(s.json()["modem_check"]?["reason"] == .string(reason))
+    }
+
+    /// A modem whose firmware refuses optional requests (old Gobi: WDS Set IP Family; many current modules: DMS UIM
+    /// Get PIN Status; an MBIM modem: Subscriber Ready Status): the evidence that was read decides, the reason names
+    /// it and lists what could not be read, and the JSON lists the refused readings.
+    @Test func refusedRequestsLeaveTheEvidenceStanding() {
+        let searching = Self.modem(.searching, .detached, .noDataService, sim: .unknown, error: nil, present: true, unread: [.sim])
+        var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
+        s.wwan = [searching]
+        s.route = Self.route("wwan0", .wwan)
+        s.derive()
+        #expect(!s.reachable)
+        #expect(s.modemCheck?.reason == "wwan0: the modem is searching for a network (could not read: SIM status)")
+        #expect(s.json()["modem_check"]?["not_read"] == .array([.string("sim")]))
+        let modem = s.json()["wwan"]?.arrayValue?.first
+        #expect(modem?["unread"]?.arrayValue?.first?["reading"] == .string("sim"))
+        #expect(modem?["error"] == .null)
+
+        // Session down as the IPv4 client reads it, IPv6 unobservable, registration refused as well.
+        let down = Self.modem(.unknown, nil, .disconnectedIPv6CannotObserve, sim: .unknown, error: nil, present: true,
+                              unread: [.registration, .sim])
+        let check = WWANPath.check(interface: "wwan0", modem: down)
+        #expect(check.result == .blocked)
+        #expect(check.reason == "wwan0: the modem has no data session (could not read: registration, SIM status)")
+
+        // Nothing definite read: the route stands, and the reason still says what was not read.
+        let connected = Self.modem(.unknown, nil, .connected, sim: .unknown, error: nil, present: true, unread: [.registration])
+        #expect(WWANPath.check(interface: "wwan0", modem: connected).reason == "wwan0: registration unknown (could not read: registration)")
+
+        // The JSON round trip keeps what was not read (a `reach status` reading through the agent derives again).
+        let back = ModemState(json: down.json(signalPolicy: .android))
+        #expect(back?.unread == down.unread)
+        #expect(back?.dataChannels == down.dataChannels)
+    }
+
+    /// A client that cannot observe is shown but left out of the channel's session; alone, it makes it unknown.
+    @Test func clientsThatCannotObserveAreNotObservers() {
+        let cannot = DataClientReading(family: .ipv6, state: .unknown, error: "Set IP Family refused", observing: false)
+        #expect(DataChannel(clients: [DataClientReading(family: .ipv4, state: .disconnected), cannot]).state == .disconnected)
+        #expect(DataChannel(clients: [DataClientReading(family: .ipv4, state: .connected), cannot]).state == .connected)
+        #expect(DataChannel(clients: [cannot]).state == .unknown)
+        // A client that could observe but did not answer still holds the session unknown.
+        let silent = DataClientReading(family: .ipv6, state: .unknown, error: "no answer within 5000 ms")
+        #expect(DataChannel(clients: [DataClientReading(family: .ipv4, state: .disconnected), silent]).state == .unknown)
     }
 
     /// A locked SIM keeps intervention_required, and the text says so first.
