@@ -157,10 +157,11 @@ public enum DiagChecks {
                 continue
             }
             let model = [m.manufacturer, m.model].compactMap { $0 }.joined(separator: " ")
+            let refused = m.unread.isEmpty ? "" : "; refused: " + m.unread.map(\.reading.words).joined(separator: ", ")
             out.append(
                 DiagCheck(
                     id + ".present", "Modem \(m.device) present and answering", .ok,
-                    "\(m.protocol.rawValue.uppercased())" + (model.isEmpty ? "" : ", \(model)")))
+                    "\(m.protocol.rawValue.uppercased())" + (model.isEmpty ? "" : ", \(model)") + refused))
             out.append(sim(m, id))
             out.append(registration(m, id))
             if m.registration.isRegistered { out.append(radio(m, id, s.signalPolicy)) }
@@ -249,6 +250,10 @@ public enum DiagChecks {
         case .absent:
             return DiagCheck(id + ".sim", title, .fail, "no SIM", hint: "insert a SIM card (power off first on most modems)")
         case .unknown:
+            // Firmware that refuses every SIM status request has a SIM state nobody can read: nothing to fix.
+            if let refused = m.unread.first(where: { $0.reading == .sim }) {
+                return DiagCheck(id + ".sim", title, .skip, "the modem does not report its SIM state (\(refused.reason))")
+            }
             return DiagCheck(id + ".sim", title, .warn, "SIM state unknown", hint: "the modem did not report its SIM state")
         default:
             if m.sim.needsIntervention {

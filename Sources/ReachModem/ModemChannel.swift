@@ -37,10 +37,12 @@ actor ModemChannel {
     private var qmi = QMIModemReadings()
     private var mbim = MBIMModemReadings()
     private var readStaticInfo = false
-    /// Cell readings (ModemChannelCells.swift), and the cell requests the modem does not know.
+    /// Cell readings (ModemChannelCells.swift).
     var qmiCells = QMICellSources()
     var mbimCells: MBIMBaseStations?
-    var unsupportedCellRequests: Set<String> = []
+    /// Optional requests the modem answered "not supported" to, with that answer: not sent again on this channel
+    /// (ModemManager remembers the same, e.g. `dms_uim_deprecated` in mm-broadband-modem-qmi.c).
+    var unsupportedRequests: [String: String] = [:]
     /// The data-session observers (QMIDataSession.swift, MBIMDataSession.swift) and what they read.
     private var qmiData: QMIDataObserver?
     private var mbimData: MBIMDataObserver?
@@ -163,24 +165,26 @@ actor ModemChannel {
     // MARK: Reading
 
     /// Reads everything: registration, signal, SIM, then (once) operator name, identifiers and device info.
-    /// A protocol error on one request is recorded in `state.error` and the others are still read; a transport
-    /// failure (no answer, port gone) stops the read. `state` holds whatever was learnt either way.
+    /// A request the modem refuses (or answers unusably) makes unknown only its own reading, listed in
+    /// `state.unread`, and the others are still read; a transport failure (no answer, port gone) stops the read and
+    /// is `state.error`. `state` holds whatever was learnt either way.
     @discardableResult
     func readAll() async -> Bool {
         state.error = nil
+        state.unread = []
         return await step { s in
             switch s {
             case let .qmi(q):
-                try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) }
-                try await self.guarded { self.qmi = try await q.readSignal(self.qmi) }
-                try await self.guarded { self.qmi.sim = try await q.sim() }
+                try await self.guarded(.registration) { self.qmi = try await q.readRegistration(self.qmi) }
+                try await self.guarded(.signal) { self.qmi = try await q.readSignal(self.qmi) }
+                try await self.guarded(.sim) { try await self.readQMISIM(q) }
                 try await self.readQMICells(q)
                 try await self.readQMIStatic(q)
             case let .mbim(m):
                 if !self.readStaticInfo { try await self.readMBIMCaps(m) }
                 try await self.readMBIMNetwork(m)
-                try await self.guarded { self.mbim.signal = try await m.signalState() }
-                try await self.guarded { try await self.readMBIMSIM(m) }
+                try await self.guarded(.signal) { self.mbim.signal = try await m.signalState() }
+                try await self.guarded(.sim) { try await self.readMBIMSIM(m) }
                 try await self.readMBIMCells(m)
                 self.readStaticInfo = true
             }
@@ -218,14 +222,16 @@ actor ModemChannel {
         await step { s in
             switch s {
             case let .qmi(q):
-                if !support.registration { try await self.guarded { self.qmi = try await q.readRegistration(self.qmi) } }
-                if !support.signal { try await self.guarded { self.qmi = try await q.readSignal(self.qmi) } }
-                if !support.sim { try await self.guarded { self.qmi.sim = try await q.sim() } }
+                if !support.registration {
+                    try await self.guarded(.registration) { self.qmi = try await q.readRegistration(self.qmi) }
+                }
+                if !support.signal { try await self.guarded(.signal) { self.qmi = try await q.readSignal(self.qmi) } }
+                if !support.sim { try await self.guarded(.sim) { try await self.readQMISIM(q) } }
                 if cells { try await self.readQMICells(q) }
             case let .mbim(m):
                 if !support.registration { try await self.readMBIMNetwork(m) }
-                if !support.signal { try await self.guarded { self.mbim.signal = try await m.signalState() } }
-                if !support.sim { try await self.guarded { try await self.readMBIMSIM(m) } }
+                if !support.signal { try await self.guarded(.signal) { self.mbim.signal = try await m.signalState() } }
+                if !support.sim { try await self.guarded(.sim) { try await self.readMBIMSIM(m) } }
                 if cells { try await self.readMBIMCells(m) }
             }
         }
@@ -233,7 +239,7 @@ actor ModemChannel {
 
     private func readQMIStatic(_ q: QMISession) async throws {
         if qmi.systemInfo != nil && qmi.servingSystem?.operatorName == nil {
-            try await guarded {
+            try await guarded(.operatorName) {
                 // Operator name is a nicety: a modem that does not know the request is not an error.
                 do {
                     self.qmi.operatorName = try await q.operatorName()
@@ -243,8 +249,8 @@ actor ModemChannel {
             }
         }
         guard !readStaticInfo else { return }
-        try await guarded { self.state.identifiers = try await q.identifiers() }
-        try await guarded {
+        try await guarded(.identifiers) { self.state.identifiers = try await q.identifiers() }
+        try await guarded(.deviceInfo) {
             let info = try await q.deviceInfo()
             self.state.model = info.model
             self.state.manufacturer = info.manufacturer
@@ -275,7 +281,7 @@ actor ModemChannel {
     /// still leaves the registration known). A device that refuses Packet Service (some do while detached) is
     /// not an error: Register State's data classes decide then.
     private func readMBIMNetwork(_ m: MBIMSession) async throws {
-        try await guarded { self.mbim.network = try await m.registration() }
+        try await guarded(.registration) { self.mbim.network = try await m.registration() }
         guard mbim.network != nil else { return }
         do {
             let packet = try await m.packetService()
@@ -285,25 +291,92 @@ actor ModemChannel {
         }
     }
 
+    /// The SIM from Subscriber Ready Status; a modem that does not implement it (NoDeviceSupport) is not asked
+    /// again, and its SIM stays unknown.
     private func readMBIMSIM(_ m: MBIMSession) async throws {
-        let (sim, subscriber) = try await m.sim()
+        let (sim, subscriber) = try await unlessUnsupported("basic_connect:subscriber_ready_status") { try await m.sim() }
         mbim.sim = sim
         state.identifiers.imsi = subscriber.imsi ?? state.identifiers.imsi
         state.identifiers.iccid = subscriber.iccid ?? state.identifiers.iccid
         state.identifiers.msisdn = subscriber.numbers.first ?? state.identifiers.msisdn
     }
 
-    /// Runs one request; a protocol-level failure is recorded (first one wins) and swallowed, anything else
-    /// (timeout, cancellation, port gone) is rethrown to end the read.
-    private func guarded(_ body: () async throws -> Void) async throws {
+    /// The SIM, from UIM Get Card Status where the modem has a UIM service, else (or when that is refused) DMS UIM
+    /// Get PIN Status. ModemManager asks in the other order and turns to UIM for good once DMS refuses
+    /// (mm-broadband-modem-qmi.c, load_unlock_required); UIM first suits current modules, whose DMS UIM requests are
+    /// deprecated, and either way a refused request is not sent again. Neither answering is a refusal of the
+    /// reading: the SIM is unknown, and nothing else is.
+    private func readQMISIM(_ q: QMISession) async throws {
+        var refusal: Error?
+        let requests: [(String, () async throws -> SIMState??)] = [
+            ("uim:get_card_status", { try await q.cardStatus() }), ("dms:uim_get_pin_status", { try await q.pinStatus() }),
+        ]
+        for (name, ask) in requests {
+            do {
+                // nil: the modem has no such service; .some(nil): a reply without a SIM state in it.
+                guard let answer = try await unlessUnsupported(name, ask) else { continue }
+                qmi.sim = answer
+                return
+            } catch let e as GLibError where e.isQMIProtocolError {
+                refusal = e
+            } catch let e as ModemError {
+                refusal = e
+            }
+        }
+        if let refusal { throw refusal }
+        qmi.sim = nil
+    }
+
+    /// Runs an optional request, unless the modem said before that it does not support it (then throws that
+    /// answer again without asking); a "not supported" answer is remembered.
+    func unlessUnsupported<T: Sendable>(_ name: String, _ body: () async throws -> T) async throws -> T {
+        if let earlier = unsupportedRequests[name] { throw ModemError("\(earlier) (remembered; not asked again)") }
+        do {
+            return try await body()
+        } catch let e as GLibError where e.isQMIUnsupported || e.isMBIMUnsupported {
+            unsupportedRequests[name] = ModemChannel.describe(e)
+            logger.debug("Modem does not support the request", metadata: ["request": "\(name)", "error": "\(e)"])
+            throw e
+        }
+    }
+
+    /// Runs the request(s) behind one reading. A refusal or an unusable answer makes that reading unknown and is
+    /// listed in `state.unread` (the first reason kept); anything else (timeout, cancellation, port gone) is
+    /// rethrown to end the read.
+    private func guarded(_ reading: UnreadReading.Reading, _ body: () async throws -> Void) async throws {
+        state.unread.removeAll { $0.reading == reading }
         do {
             try await body()
         } catch let e as GLibError where e.isQMIProtocolError || e.isMBIMStatusError || isParseError(e) {
-            logger.debug("Modem request failed", metadata: ["error": "\(e)"])
-            if state.error == nil { state.error = ModemChannel.describe(e) }
+            logger.debug("Modem request failed", metadata: ["modem.reading": "\(reading.rawValue)", "error": "\(e)"])
+            forget(reading)
+            state.noteUnread(reading, ModemChannel.describe(e))
         } catch let e as ModemError {
-            logger.debug("Modem reply unusable", metadata: ["error": "\(e)"])
-            if state.error == nil { state.error = e.description }
+            logger.debug("Modem reply unusable", metadata: ["modem.reading": "\(reading.rawValue)", "error": "\(e)"])
+            forget(reading)
+            state.noteUnread(reading, e.description)
+        }
+    }
+
+    /// Drops what an earlier read said that the request just refused would have told again: a refused reading is
+    /// unknown, not its old value.
+    private func forget(_ reading: UnreadReading.Reading) {
+        switch reading {
+        case .registration:
+            qmi.systemInfo = nil
+            qmi.servingSystem = nil
+            mbim.network = nil
+        case .signal:
+            qmi.signalInfo = nil
+            qmi.signalStrength = nil
+            mbim.signal = nil
+        case .sim:
+            qmi.sim = nil
+            mbim.sim = nil
+        case .operatorName:
+            qmi.operatorName = nil
+        case .packetService, .cells, .identifiers, .deviceInfo:
+            break
         }
     }
 
@@ -418,7 +491,7 @@ actor ModemChannel {
     /// A subscriber PIN notification says "locked" without the PIN type; ask for it.
     private func refineLockedSIM() async {
         guard case let .mbim(m) = session, mbim.sim == .pinRequired else { return }
-        _ = await step { _ in try await self.guarded { try await self.readMBIMSIM(m) } }
+        _ = await step { _ in try await self.guarded(.sim) { try await self.readMBIMSIM(m) } }
     }
 
     func close() async {

@@ -19,12 +19,11 @@ extension GLibError {
 
 extension ModemChannel {
     func optionalCellRequest<T: Sendable>(_ name: String, _ body: () async throws -> T) async throws -> T? {
-        guard !unsupportedCellRequests.contains(name) else { return nil }
+        guard unsupportedRequests[name] == nil else { return nil }
         do {
-            return try await body()
+            return try await unlessUnsupported(name, body)
         } catch let e as GLibError where e.isQMIUnsupported || e.isMBIMUnsupported {
-            unsupportedCellRequests.insert(name)
-            logger.debug("Modem does not know the cell request", metadata: ["request": "\(name)", "error": "\(e)"])
+            // Remembered by unlessUnsupported; a modem without the request gives no reading for it.
         } catch let e as GLibError
             where e.isQMIProtocolError || e.isMBIMStatusError || e.isDomain(qmi_core_error_quark)
             || e.isDomain(mbim_core_error_quark)

@@ -7,6 +7,11 @@
 // it. So, per channel and family, as ModemManager's connect sequence does for its own clients: Bind Mux Data Port
 // (or Bind Data Port on BAM-DMUX) as the client's first message, Set IP Family, then Get Packet Service Status and
 // its indication. Errors, timeouts and refusals say nothing about the session: that client reads unknown.
+//
+// Set IP Family refused (old Gobi firmware answers NotSupported or InvalidQmiCommand): a WDS client is IPv4 until
+// it is told otherwise, so the IPv4 client keeps observing, as ModemManager's bearer goes on after logging the error
+// (mm-bearer-qmi.c, set_ip_family_ready). The IPv6 client cannot become one: it is shown as unable to observe, is
+// not asked again, and is left out of the channel's verdict (`DataClientReading.observing`).
 
 import CGLibShims
 import Logging
@@ -42,6 +47,13 @@ final class QMIDataObserver: @unchecked Sendable {
         let family: AddressFamily
         var wds: GPtr<QmiClientWds>?
         var handler: (id: gulong, context: Unmanaged<HandlerContext>)?
+        /// Why this client cannot observe at all (the modem refused its IP family); it is not set up again.
+        var cannotObserve: String?
+    }
+
+    /// The modem refused what makes a client an observer of its family.
+    struct CannotObserve: Error {
+        var reason: String
     }
 
     let session: QMISession
@@ -71,7 +83,13 @@ final class QMIDataObserver: @unchecked Sendable {
         var silent: String?
         let count = await loop.run { self.clients.count }
         for i in 0..<count {
-            let (family, existing) = await loop.run { (self.clients[i].family, self.clients[i].wds) }
+            let (family, existing, cannot) = await loop.run {
+                (self.clients[i].family, self.clients[i].wds, self.clients[i].cannotObserve)
+            }
+            if let cannot {
+                readings[i] = DataClientReading(family: family, state: .unknown, error: cannot, observing: false)
+                continue
+            }
             if let silent {
                 readings[i] = DataClientReading(family: family, state: .unknown, error: "not asked: \(silent)")
                 continue
@@ -81,6 +99,9 @@ final class QMIDataObserver: @unchecked Sendable {
                 if wds == nil { wds = try await setUp(i) }
                 let status = try await packetServiceStatus(wds!)
                 readings[i] = DataClientReading(family: family, state: DataSessionState(qmiConnectionStatus: status))
+            } catch let e as CannotObserve {
+                await loop.run { self.clients[i].cannotObserve = e.reason }
+                readings[i] = DataClientReading(family: family, state: .unknown, error: e.reason, observing: false)
             } catch let e as GLibError where Self.meansNoWDS(e) {
                 logger.debug("QMI modem has no WDS service", metadata: ["error": "\(e)"])
                 await loop.run { self.noWDS = true }
@@ -126,7 +147,14 @@ final class QMIDataObserver: @unchecked Sendable {
             } else if let mux = link.muxID {
                 try await bindMuxDataPort(wds, mux: mux, endpoint: link.endpoint)
             }
-            try await setIPFamily(wds, family)
+            do {
+                try await setIPFamily(wds, family)
+            } catch let e as GLibError where e.isQMIProtocolError {
+                guard family == .ipv4 else {
+                    throw CannotObserve(reason: "cannot observe \(family.rawValue): the modem refused its IP family (\(e))")
+                }
+                logger.debug("Set IP Family refused; the client stays IPv4", metadata: ["error": "\(e)"])
+            }
         } catch {
             await session.release(client)
             throw error

@@ -411,27 +411,27 @@ final class QMISession: @unchecked Sendable {
             })
     }
 
-    /// The SIM: UIM Get Card Status, else DMS UIM Get PIN Status; nil when the modem has neither.
-    func sim() async throws -> SIMState? {
-        let (uim, dms) = await loop.run { (self.uim, self.dms) }
-        if let uim {
-            do {
-                return try await request(
-                    "qmi_client_uim_get_card_status",
-                    start: { c in
-                        qmi_client_uim_get_card_status(uim.p, nil, c.timeoutSeconds, c.cancellable, c.callback, c.userData)
-                    },
-                    finish: { qmi_client_uim_get_card_status_finish(uim.p, $0, $1) },
-                    result: qmi_message_uim_get_card_status_output_get_result,
-                    unref: qmi_message_uim_get_card_status_output_unref,
-                    extract: { QMIReplies.cardStatus($0) })
-            } catch let e as GLibError where e.isQMIProtocolError {
-                logger.debug("UIM Get Card Status failed, trying DMS", metadata: ["error": "\(e)"])
-            }
-        }
-        guard let dms else { return nil }
+    /// UIM Get Card Status: nil when the modem has no UIM service; .some(nil) when the reply names no SIM state.
+    func cardStatus() async throws -> SIMState?? {
+        guard let uim = await loop.run({ self.uim }) else { return nil }
+        let state: SIMState? = try await request(
+            "qmi_client_uim_get_card_status",
+            start: { c in
+                qmi_client_uim_get_card_status(uim.p, nil, c.timeoutSeconds, c.cancellable, c.callback, c.userData)
+            },
+            finish: { qmi_client_uim_get_card_status_finish(uim.p, $0, $1) },
+            result: qmi_message_uim_get_card_status_output_get_result,
+            unref: qmi_message_uim_get_card_status_output_unref,
+            extract: { QMIReplies.cardStatus($0) })
+        return .some(state)
+    }
+
+    /// DMS UIM Get PIN Status: nil when the modem has no DMS service. UIM_UNINITIALIZED, NO_SIM and
+    /// SIM_FILE_NOT_FOUND are answers about the SIM, not refusals.
+    func pinStatus() async throws -> SIMState?? {
+        guard let dms = await loop.run({ self.dms }) else { return nil }
         do {
-            return try await request(
+            let state: SIMState? = try await request(
                 "qmi_client_dms_uim_get_pin_status",
                 start: { c in
                     qmi_client_dms_uim_get_pin_status(dms.p, nil, c.timeoutSeconds, c.cancellable, c.callback, c.userData)
@@ -440,15 +440,16 @@ final class QMISession: @unchecked Sendable {
                 result: qmi_message_dms_uim_get_pin_status_output_get_result,
                 unref: qmi_message_dms_uim_get_pin_status_output_unref,
                 extract: { QMIReplies.pinStatus($0) })
+            return .some(state)
         } catch let e as GLibError
             where e.matches(qmi_protocol_error_quark, Int32(QMI_PROTOCOL_ERROR_UIM_UNINITIALIZED.rawValue))
         {
-            return .notInitialized
+            return .some(.notInitialized)
         } catch let e as GLibError
             where e.matches(qmi_protocol_error_quark, Int32(QMI_PROTOCOL_ERROR_NO_SIM.rawValue))
             || e.matches(qmi_protocol_error_quark, Int32(QMI_PROTOCOL_ERROR_SIM_FILE_NOT_FOUND.rawValue))
         {
-            return .absent
+            return .some(.absent)
         }
     }
 

@@ -5,7 +5,8 @@ import Testing
 @testable import ReachModem
 import ReachCore
 
-/// Faults are normal: every one ends in a report (error set, bounded time), never a crash or a hang.
+/// Faults are normal: every one ends in a report (bounded time), never a crash or a hang: a modem that stops answering
+/// or goes away has its `error`, a request it refuses is a reading in `unread` and the rest of the modem stands.
 struct FaultCase: CustomTestStringConvertible, Sendable {
     var name: String
     var proto: String
@@ -16,7 +17,16 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     var errorContains: [String]
     /// Whether registration must still have been read (the fault hit a later request only).
     var registrationRead: Bool = false
+    /// The fault is a refusal: no `error`, and `errorContains` is found in the refused reading's reason instead.
+    var refused: UnreadReading.Reading? = nil
     var testDescription: String { "\(proto) \(name)" }
+}
+
+/// What a read reported of a fault: the modem's error, or the reasons of the readings it refused.
+func reportedFailure(_ state: ModemState, refused: UnreadReading.Reading?) -> String? {
+    guard let refused else { return state.error }
+    #expect(state.error == nil, "a refusal is not an unreadable modem: \(state.error ?? "")")
+    return state.unread.first { $0.reading == refused }?.reason
 }
 
 @Suite struct FaultTests {
@@ -32,9 +42,9 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
               errorContains: ["signal_state", "no answer"], registrationRead: true),
         // Error statuses: the failed request is named; the others are still read.
         .init(name: "error-status", proto: "qmi", faults: #"[{"error": {"status": "INTERNAL", "messages": ["nas:get_signal_info"]}}]"#,
-              errorContains: ["qmi_client_nas_get_signal_info"], registrationRead: true),
+              errorContains: ["qmi_client_nas_get_signal_info"], registrationRead: true, refused: .signal),
         .init(name: "error-status", proto: "mbim", faults: #"[{"error": {"status": "FAILURE", "messages": ["basic_connect:signal_state"]}}]"#,
-              errorContains: ["signal_state"], registrationRead: true),
+              errorContains: ["signal_state"], registrationRead: true, refused: .signal),
         // A reply cut short never completes a frame: the request times out and says which one.
         .init(name: "truncated", proto: "qmi", faults: #"[{"truncate": {"keep_bytes": 9, "messages": ["nas:get_signal_info"]}}]"#,
               errorContains: ["qmi_client_nas_get_signal_info"], registrationRead: true),
@@ -67,7 +77,7 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
         let elapsed = ContinuousClock.now - start
         #expect(health.available)
         let state = try #require(states.first)
-        let error = try #require(state.error, "no error reported")
+        let error = try #require(reportedFailure(state, refused: c.refused), "no failure reported: \(state)")
         for part in c.errorContains { #expect(error.contains(part), "\(error)") }
         #expect(state.present == c.present, "\(error); after \(elapsed); frame log:\n\(sim.log)")
         if c.registrationRead { #expect(state.registration == .home) }
@@ -193,6 +203,8 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
     var present: Bool = true
     /// Whether a second read (a new session, after the fault's one-shot or reopen) must be whole.
     var recovers: Bool = false
+    /// The fault is a refusal of this reading (`error` parts are then in its `unread` reason).
+    var refused: UnreadReading.Reading? = nil
     var testDescription: String { file }
 }
 
@@ -202,7 +214,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
               generation: .g4),
         .init(file: "qmi-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
         .init(file: "qmi-fault-error-status", timeout: .seconds(1), error: ["qmi_client_nas_get_system_info", "DeviceNotReady"],
-              generation: Generation.none),
+              generation: Generation.none, refused: .registration),
         .init(file: "qmi-fault-garbage", timeout: .seconds(1), error: ["hung up"], generation: Generation.none),
         .init(file: "qmi-fault-truncated-once", timeout: .seconds(1), error: ["qmi_client_nas_get_system_info", "no answer"],
               generation: Generation.none, recovers: true),
@@ -210,7 +222,8 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
               present: false, recovers: true),
         .init(file: "mbim-fault-silent-signal", timeout: .seconds(1), error: ["signal_state", "no answer"], generation: .g4),
         .init(file: "mbim-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
-        .init(file: "mbim-fault-error-status", timeout: .seconds(1), error: ["register_state"], generation: Generation.none),
+        .init(file: "mbim-fault-error-status", timeout: .seconds(1), error: ["register_state"], generation: Generation.none,
+              refused: .registration),
         .init(file: "mbim-fault-garbage", timeout: .seconds(1), error: ["register_state", "no answer"], generation: Generation.none,
               recovers: true),
         .init(file: "mbim-fault-truncated", timeout: .seconds(1), error: ["packet_service", "no answer"], generation: .g4),
@@ -226,7 +239,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
         let elapsed = ContinuousClock.now - start
         let state = try #require(states.first)
         if let parts = c.error {
-            let error = try #require(state.error, "no error reported")
+            let error = try #require(reportedFailure(state, refused: c.refused), "no failure reported: \(state)")
             for part in parts { #expect(error.contains(part), "\(error)") }
         } else {
             #expect(state.error == nil, "\(state.error ?? "")")
