@@ -32,14 +32,9 @@ import Testing
                 [{"at_ms":3000,"set":{"data_sessions":[{"state":"disconnected"}]}\(quiet)},
                  {"at_ms":6000,"set":{"data_sessions":[{"state":"connected"}]}\(quiet)}]
                 """,
-            config: #""report":{"path":"REPORT","interval_seconds":3600},"changes":{"hold_down_seconds":0.3}"#,
-            simArgs: ["--clock-on-open"])
+            config: WWANLab.agentKeys, simArgs: ["--clock-on-open"])
         defer { lab.stop() }
-        let report = lab.dir + "/reach.jsonl"
-        var config = try String(contentsOfFile: lab.configPath, encoding: .utf8)
-        config = config.replacingOccurrences(of: "REPORT", with: report)
-            .replacingOccurrences(of: #""request_timeout_seconds":2"#, with: #""request_timeout_seconds":2,"session_requery_seconds":1"#)
-        try config.write(toFile: lab.configPath, atomically: true, encoding: .utf8)
+        let (config, report) = try lab.agentConfig(requerySeconds: 1)
         try FileManager.default.createDirectory(atPath: lab.dir + "/agent", withIntermediateDirectories: true)
         let agent = try await EndToEndTests.AgentProcess.start(
             config: config, dir: lab.dir + "/agent", report: report, netns: lab.ns.name)

@@ -84,15 +84,9 @@ import Testing
     @Test(arguments: ["qmi", "mbim"])
     func agentSeesTheDropOnARefusingModem(proto: String) async throws {
         guard DataSessionTests.privileged() else { return }
-        let lab = try await WWANLab.start(
-            proto, faults: Self.refusals(proto),
-            config: #""report":{"path":"REPORT","interval_seconds":3600},"changes":{"hold_down_seconds":0.3}"#)
+        let lab = try await WWANLab.start(proto, faults: Self.refusals(proto), config: WWANLab.agentKeys)
         defer { lab.stop() }
-        let report = lab.dir + "/reach.jsonl"
-        var config = try String(contentsOfFile: lab.configPath, encoding: .utf8)
-        config = config.replacingOccurrences(of: "REPORT", with: report)
-            .replacingOccurrences(of: #""request_timeout_seconds":2"#, with: #""request_timeout_seconds":2,"session_requery_seconds":2"#)
-        try config.write(toFile: lab.configPath, atomically: true, encoding: .utf8)
+        let (_, report) = try lab.agentConfig(requerySeconds: 2)
         let agent = try await Spawned.start(
             ["ip", "netns", "exec", lab.ns.name, TestPaths.reach, "agent", "--config", lab.configPath], stderr: .capture)
         defer { _ = agent.stop(grace: 0) }
@@ -133,5 +127,24 @@ import Testing
             let n = stats["stats"]?["requests"]?[name]?.intValue ?? 0
             #expect(n <= 2, "\(name) asked \(n) times: a refused request is remembered")
         }
+    }
+}
+
+extension WWANLab {
+    /// Configuration keys for a lab an agent runs in: a report log (its path filled in by `agentConfig`) and a
+    /// short hold-down. Pass as `config:` to `start`.
+    static let agentKeys = #""report":{"path":"REPORT","interval_seconds":3600},"changes":{"hold_down_seconds":0.3}"#
+
+    /// Rewrites the lab's configuration for an agent: the report log in the lab's folder and the data sessions asked
+    /// again every `requerySeconds`. Returns the configuration and the report's path.
+    func agentConfig(requerySeconds: Int) throws -> (config: String, report: String) {
+        let report = dir + "/reach.jsonl"
+        let config = try String(contentsOfFile: configPath, encoding: .utf8)
+            .replacingOccurrences(of: "REPORT", with: report)
+            .replacingOccurrences(
+                of: #""request_timeout_seconds":2"#,
+                with: #""request_timeout_seconds":2,"session_requery_seconds":\#(requerySeconds)"#)
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        return (config, report)
     }
 }
