@@ -107,6 +107,22 @@ private enum Chains {
         #expect(Snapshot.modem(carrying: Chains.clat(), in: [Chains.modem()])?.device == "/dev/cdc-wdm0")
     }
 
+    /// Through a CLAT too, a refused request voids nothing: the session down under it decides, and the reason names
+    /// the chain, the evidence and what was not read.
+    @Test func refusalsUnderTheCLATLeaveTheEvidenceStanding() {
+        var m = Chains.modem(sim: .unknown)
+        m.unread = [UnreadReading(.sim, reason: "qmi_client_dms_uim_get_pin_status: QMI protocol error (94): 'NotSupported'")]
+        m.dataChannels = [DataChannel(clients: [
+            DataClientReading(family: .ipv4, state: .disconnected),
+            DataClientReading(family: .ipv6, state: .unknown, error: "Set IP Family refused", observing: false),
+        ])]
+        let s = Chains.snapshot(Chains.clat(), modems: [m])
+        #expect(!s.reachable)
+        #expect(s.modemCheck?.reason == "clat: its underlay wwan0: the modem has no data session (could not read: SIM status)")
+        m.dataChannels[0].clients[0].state = .connected
+        #expect(Chains.snapshot(Chains.clat(), modems: [m]).reachable)
+    }
+
     @Test func json() throws {
         let s = Chains.snapshot(Chains.clat())
         let route = try #require(s.json()["route"])
