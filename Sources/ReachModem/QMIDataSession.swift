@@ -9,9 +9,9 @@
 // its indication. Errors, timeouts and refusals say nothing about the session: that client reads unknown.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 
 /// A data-session change a modem announced.
 enum DataSessionIndication: Sendable {

@@ -1,5 +1,5 @@
 import GatewayReach
-import Logging
+import ReachLog
 import ReachTestSupport
 import Testing
 
@@ -34,7 +34,7 @@ import Testing
 
     @Test func equalOptionsShareOneSession() {
         var logged = Self.options()
-        logged.read.logger = Logger(label: "another", factory: { _ in SwiftLogNoOpLogHandler() })
+        logged.read.logger = Logger.discarding(label: "another")
         logged.read.logger.logLevel = .debug
         #expect(IndicationModemSource(spec: Self.port, options: logged).id
             == IndicationModemSource(spec: Self.port, options: Self.options()).id, "where records go is not how it asks")

@@ -1,7 +1,7 @@
 import Foundation
-import Logging
 @testable import ReachAgent
 import ReachFiles
+import ReachLog
 import ReachTestSupport
 import Testing
 
