@@ -10,7 +10,9 @@ import PackageDescription
 // their place (lld's --remap-inputs; pkg-config and the module maps still name them): the binary does not need them at
 // start, and a call without a trampoline fails the link. Other programs that link GatewayReach load them at start as
 // usual and call them through the same trampolines.
-let modemLibraries = ["qmi-glib", "mbim-glib", "gio-2.0", "gobject-2.0", "glib-2.0"]
+// qrtr-glib: Debian 13's qmi-glib.pc requires it (libqmi built with QRTR), and its library needs GLib at start; reach
+// calls none of its functions (libqmi-glib loads it when it is opened).
+let modemLibraries = ["qmi-glib", "mbim-glib", "gio-2.0", "gobject-2.0", "glib-2.0", "qrtr-glib"]
 let notLinked = Context.packageDirectory + "/scripts/lib/not-linked.ld"
 let modemLibrariesOpenedLater: [LinkerSetting] = [
     .unsafeFlags(
