@@ -10,7 +10,9 @@ import PackageDescription
 // their place (lld's --remap-inputs; pkg-config and the module maps still name them): the binary does not need them at
 // start, and a call without a trampoline fails the link. Other programs that link GatewayReach load them at start as
 // usual and call them through the same trampolines.
-let modemLibraries = ["qmi-glib", "mbim-glib", "gio-2.0", "gobject-2.0", "glib-2.0"]
+// qrtr-glib: Debian 13's qmi-glib.pc requires it (libqmi built with QRTR), and its library needs GLib at start; reach
+// calls none of its functions (libqmi-glib loads it when it is opened).
+let modemLibraries = ["qmi-glib", "mbim-glib", "gio-2.0", "gobject-2.0", "glib-2.0", "qrtr-glib"]
 let notLinked = Context.packageDirectory + "/scripts/lib/not-linked.ld"
 let modemLibrariesOpenedLater: [LinkerSetting] = [
     .unsafeFlags(
@@ -20,12 +22,10 @@ let modemLibrariesOpenedLater: [LinkerSetting] = [
 let package = Package(
     name: "GatewayReach",
     products: [
-        .library(name: "GatewayReach", targets: ["GatewayReach"]),
+        // ReachLog is part of it: an embedder makes the Logger it hands GatewayReach (its own handler as destination).
+        .library(name: "GatewayReach", targets: ["GatewayReach", "ReachLog"]),
         .executable(name: "reach", targets: ["reach"]),
         .executable(name: "reach-modem-sim", targets: ["reach-modem-sim"]),
-    ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Pure logic: no C module, no I/O.
@@ -35,6 +35,9 @@ let package = Package(
         // Files: the one safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place) and the
         // one bounded reader (no FIFO blocks, size cap), over one wrapper per syscall. Glibc only.
         .target(name: "ReachFiles"),
+        // Logging (replaces apple/swift-log, see its header): levels, a handler per logger, standard error with
+        // journald's priority prefix.
+        .target(name: "ReachLog"),
 
         // System libraries, one per pkg-config file.
         .systemLibrary(name: "CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
@@ -53,13 +56,13 @@ let package = Package(
 
         // Adapters: one per source; each returns ReachCore values.
         .target(
-            name: "ReachGLib", dependencies: ["CGLibShims", .product(name: "Logging", package: "swift-log")]),
+            name: "ReachGLib", dependencies: ["CGLibShims", "ReachLog"]),
         .target(name: "ReachRoutes", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
         .target(
             name: "ReachModem",
             dependencies: [
                 "ReachCore", "ReachFiles", "ReachGLib", "ReachTime", "CGLibShims",
-                .product(name: "Logging", package: "swift-log"),
+                "ReachLog",
             ]),
         .target(name: "ReachWiFi", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
         // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
@@ -70,7 +73,7 @@ let package = Package(
             name: "GatewayReach",
             dependencies: [
                 "ReachCore", "ReachFiles", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
-                .product(name: "Logging", package: "swift-log"),
+                "ReachLog",
             ]),
 
         // Agent: monitors, reporters, diagnostics, config.
@@ -78,7 +81,7 @@ let package = Package(
             name: "ReachAgent",
             dependencies: [
                 "GatewayReach", "ReachFiles", "CQMI", "CMBIM", "CNLRoute",
-                .product(name: "Logging", package: "swift-log"),
+                "ReachLog",
             ]
         ),
         .executableTarget(
@@ -98,12 +101,13 @@ let package = Package(
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
         .target(
             name: "ReachTestSupport",
-            dependencies: ["ReachCore", "ReachFiles", "GatewayReach", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ReachCore", "ReachFiles", "GatewayReach", "ReachLog"],
             path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
         .testTarget(name: "ReachCoreTests", dependencies: ["ReachCore"]),
         .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
+        .testTarget(name: "ReachLogTests", dependencies: ["ReachLog"]),
         // Planted symbolic links, device nodes (mknod), FIFOs and sockets in a directory of the test's own.
         .testTarget(name: "ReachFilesTests", dependencies: ["ReachFiles", "ReachTestSupport"]),
         .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
@@ -127,7 +131,7 @@ let package = Package(
             name: "GatewayReachTests",
             dependencies: [
                 "GatewayReach", "ReachTestSupport", "reach-modem-sim", "reachability-probe",
-                .product(name: "Logging", package: "swift-log"),
+                "ReachLog",
             ]),
         .testTarget(
             name: "ReachAgentTests",

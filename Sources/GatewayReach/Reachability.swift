@@ -13,8 +13,8 @@
 // next deadline (the start-up grace, a hold-down, the report interval). Sources are shared by every instance in the
 // process (SharedSources.swift) and supervised: one that fails is restarted with the backoff.
 
-import Logging
 import ReachCore
+import ReachLog
 import Synchronization
 
 /// What a `Reachability` watches and how it decides what to report. The defaults are the agent's.
@@ -261,7 +261,7 @@ public final class Reachability: Sendable {
         self.clock = clock
         self.wall = wall
         self.sources = sources
-        self.logger = logger ?? Logger(label: "gatewayreach", factory: { _ in SwiftLogNoOpLogHandler() })
+        self.logger = logger ?? Logger.discarding(label: "gatewayreach")
         self.latest = Mutex(State(snapshot: Snapshot(time: wall(), target: target)))
         self.core = Mutex(Core(options: options))
     }

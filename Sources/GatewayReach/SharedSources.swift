@@ -6,8 +6,8 @@
 // states (or, for routes, "something changed"), so a subscriber that is behind needs only the latest, and it never
 // holds up the source or the other subscribers.
 
-import Logging
 import ReachCore
+import ReachLog
 import Synchronization
 
 package final class SourceRegistry: Sendable {

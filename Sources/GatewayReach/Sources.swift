@@ -2,8 +2,8 @@
 // the adapters plug in as they are. Each source gives its current value and then its changes. Sources are shared
 // by `id` among every instance in the process (SharedSources.swift): two sources with the same id are one source.
 
-import Logging
 import ReachCore
+import ReachLog
 
 /// The kernel's routing: "something changed" notices, and the route part for a target on demand.
 public protocol RouteSource: Sendable {

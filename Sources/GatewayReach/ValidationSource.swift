@@ -4,8 +4,8 @@
 // every instance with the same validation settings shares one source (one set of probes per uplink in the process),
 // and the instances hand it the uplinks they derive (`UplinkBoard`), the newest of which it probes.
 
-import Logging
 import ReachCore
+import ReachLog
 import ReachProbe
 import Synchronization
 
@@ -60,7 +60,7 @@ public struct ProbeValidationSource: ValidationSource {
     public init(
         settings: AgentConfig.Validation, clock: any MonitorClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         runner: ValidationRoundRunner? = nil, random: (@Sendable () -> Double)? = nil, scope: String? = nil,
-        logger: Logger = Logger(label: "gatewayreach", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger.discarding(label: "gatewayreach")
     ) {
         self.settings = settings
         self.clock = clock

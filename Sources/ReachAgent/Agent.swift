@@ -2,7 +2,7 @@
 
 import GatewayReach
 import Glibc
-import Logging
+import ReachLog
 
 public enum ConfigFile {
     /// The largest config file read (a full one with every key is about 1 KiB).

@@ -5,7 +5,7 @@
 // what changed.
 
 import GatewayReach
-import Logging
+import ReachLog
 
 public actor AgentHub {
     private struct SinkRun {

@@ -10,8 +10,8 @@
 
 import GatewayReach
 import Glibc
-import Logging
 import ReachCore
+import ReachLog
 import Synchronization
 
 /// What the state outputs (state file, Varlink) show: every target's current snapshot with the values last reported,

@@ -18,8 +18,8 @@
 //   same runner.
 
 import Glibc
-import Logging
 import ReachCore
+import ReachLog
 import Synchronization
 
 public final class HookRunner: Sendable {

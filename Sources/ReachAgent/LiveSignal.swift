@@ -8,7 +8,7 @@
 // drawing is ReachCore's `LiveSignalText`; the terminal is the command's.
 
 import GatewayReach
-import Logging
+import ReachLog
 
 /// The latest modems and WiFi interfaces, as far as the sources have told.
 public struct LiveSignalSnapshot: Sendable, Equatable {

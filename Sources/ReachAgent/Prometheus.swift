@@ -4,8 +4,8 @@
 // never sees half a file and a link planted in the textfile directory is never written through.
 
 import Glibc
-import Logging
 import ReachCore
+import ReachLog
 
 /// What one textfile shows: each target's latest snapshot with its debounced view, and the writer's counters.
 public struct MetricsInput: Sendable {

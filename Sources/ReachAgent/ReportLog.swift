@@ -16,8 +16,8 @@
 //   never a blocked agent. Rotation renames regular files only.
 
 import Glibc
-import Logging
 import ReachCore
+import ReachLog
 
 public final class ReportLog: @unchecked Sendable {
     // @unchecked: used only under the lock of the sink that owns it (ReportSink), or by one test task.

@@ -4,7 +4,7 @@
 
 import GatewayReach
 import Glibc
-import Logging
+import ReachLog
 import Synchronization
 
 /// Runs one `AgentHub`. `run()` starts the hub, waits for a graceful shutdown (a signal in `shutdownSignals`, or

@@ -11,7 +11,7 @@
 // line shows the log's number for it, and never before the line is in the log.
 
 import GatewayReach
-import Logging
+import ReachLog
 import Synchronization
 
 /// Where lines go besides the report log: `reach watch` prints them, tests collect them. Called on the report sink's

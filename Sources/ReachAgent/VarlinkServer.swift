@@ -18,7 +18,7 @@
 
 import GatewayReach
 import Glibc
-import Logging
+import ReachLog
 import Synchronization
 
 public final class VarlinkServer: Sendable {

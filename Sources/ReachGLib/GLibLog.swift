@@ -1,9 +1,9 @@
-// GLib's log records (libqmi's and libmbim's g_debug/g_warning…) routed into swift-log at debug level, so that a
+// GLib's log records (libqmi's and libmbim's g_debug/g_warning…) routed into ReachLog at debug level, so that a
 // pty transport's harmless warnings do not reach stderr and a user who asks for debug output sees them with the
 // rest of GatewayReach's log.
 
 import CGLibShims
-import Logging
+import ReachLog
 import Synchronization
 
 public enum GLibLog {
@@ -49,8 +49,8 @@ public enum GLibLog {
         logger.debug(
             "\(text)",
             metadata: [
-                "glib.domain": .string(domain.map { String(cString: $0) } ?? "GLib"),
-                "glib.level": .string(levelName(level)),
+                "glib.domain": domain.map { String(cString: $0) } ?? "GLib",
+                "glib.level": levelName(level),
             ])
     }
 

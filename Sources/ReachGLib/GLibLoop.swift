@@ -6,7 +6,7 @@
 // iterates this context.
 
 import CGLibShims
-import Logging
+import ReachLog
 import Synchronization
 
 /// The process-wide GLib main loop thread. All GLib objects that ReachGLib users create (devices, clients, sources)

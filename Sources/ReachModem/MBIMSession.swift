@@ -7,9 +7,9 @@
 // Status in the forms that version implies, set signal-state reporting, and close.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 
 /// What an MBIM modem announces on its own (INDICATE_STATUS), copied into Swift values on the loop thread.
 enum MBIMIndication: Sendable {

@@ -3,9 +3,9 @@
 // for the agent) drive modems through this.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 
 /// Something that happened to a channel after it was opened.
 enum ChannelEvent: Sendable {

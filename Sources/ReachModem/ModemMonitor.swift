@@ -9,9 +9,9 @@
 // A port that vanishes (HUP/EOF/EIO, USB unplug) yields `present: false` (cause `.portLost`) and is reopened with
 // exponential backoff; the first successful read after that is `.reopened`.
 
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 import ReachTime
 import Synchronization
 

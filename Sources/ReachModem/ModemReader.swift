@@ -1,7 +1,7 @@
 // The entry points the rest of GatewayReach uses to ask modems. Implemented by the WWAN issue (#3).
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 import ReachTime
 
 
@@ -33,7 +33,7 @@ public struct ModemReadOptions: Sendable, Codable {
     public init(
         requestTimeout: Duration = .seconds(5), readTimeout: Duration? = nil, access: ModemAccess = .auto,
         sysfsRoot: String = "/sys", hardwareDatabasePath: String? = nil,
-        logger: Logger = Logger(label: "gatewayreach.modem", factory: { _ in SwiftLogNoOpLogHandler() }),
+        logger: Logger = Logger.discarding(label: "gatewayreach.modem"),
         signalPolicy: SignalPolicy = .android
     ) {
         self.requestTimeout = requestTimeout

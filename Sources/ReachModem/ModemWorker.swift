@@ -9,9 +9,9 @@
 // boundary contains the first, and only killing the process ends the second at a deadline.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachFiles
+import ReachLog
 import ReachTime
 import Synchronization
 

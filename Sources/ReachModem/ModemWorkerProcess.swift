@@ -7,10 +7,10 @@
 // from its own main and point `ModemReadOptions.worker` at itself.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachFiles
 import ReachGLib
+import ReachLog
 import Synchronization
 
 #if canImport(Glibc)

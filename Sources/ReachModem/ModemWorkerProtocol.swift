@@ -3,8 +3,8 @@
 // (WireCodec): the parent sends one `WorkerRequest`; the worker answers with `WorkerMessage`s. Everything here is
 // synthesized Codable, so a field added to ModemState, ModemPortSpec or the options crosses with no change here.
 
-import Logging
 import ReachCore
+import ReachLog
 
 #if canImport(Glibc)
 import Glibc

@@ -14,9 +14,9 @@
 // not asked again, and is left out of the channel's verdict (`DataClientReading.observing`).
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 
 /// A data-session change a modem announced.
 enum DataSessionIndication: Sendable {

@@ -7,9 +7,9 @@
 // close the port.
 
 import CGLibShims
-import Logging
 import ReachCore
 import ReachGLib
+import ReachLog
 
 /// A GObject pointer that may be handed to the loop thread. Dereference it only there.
 struct GPtr<T>: @unchecked Sendable {

@@ -1,5 +1,5 @@
 import GatewayReach
-import Logging
+import ReachLog
 import ReachTestSupport
 import Testing
 
@@ -14,7 +14,9 @@ import Testing
         return o.modemMonitorOptions
     }
 
-    @Test(arguments: [
+    /// Each option that changes the asking, by name. (A list of its own: Swift 6.0's compiler crashes on closures
+    /// inside `@Test(arguments:)`.)
+    static let changes: [(String, ModemMonitorOptions)] = [
         ("access direct", options { $0.modems.access = .direct }),
         ("access proxy", options { $0.modems.access = .proxy }),
         ("in a worker", options { $0.modems.worker = ModemWorkerLaunch(executable: "/usr/bin/reach", arguments: ["modem-worker"]) }),
@@ -22,7 +24,9 @@ import Testing
         ("session re-query 30 s", options { $0.modems.sessionRequery = .seconds(30) }),
         ("request timeout 2 s", options { $0.modems.requestTimeout = .seconds(2) }),
         ("poll 10 s", options { $0.modems.pollInterval = .seconds(10) }),
-    ])
+    ]
+
+    @Test(arguments: changes)
     func whatChangesTheAskingChangesTheSession(_ what: String, _ changed: ModemMonitorOptions) {
         let base = IndicationModemSource(spec: Self.port, options: Self.options())
         #expect(IndicationModemSource(spec: Self.port, options: changed).id != base.id, "\(what)")
@@ -34,7 +38,7 @@ import Testing
 
     @Test func equalOptionsShareOneSession() {
         var logged = Self.options()
-        logged.read.logger = Logger(label: "another", factory: { _ in SwiftLogNoOpLogHandler() })
+        logged.read.logger = Logger.discarding(label: "another")
         logged.read.logger.logLevel = .debug
         #expect(IndicationModemSource(spec: Self.port, options: logged).id
             == IndicationModemSource(spec: Self.port, options: Self.options()).id, "where records go is not how it asks")

@@ -1,7 +1,7 @@
 import Glibc
 import GatewayReach
-import Logging
 import ReachAgent
+import ReachLog
 import ReachTestSupport
 import Testing
 

@@ -2,9 +2,9 @@
 // the test drives are in ReachTestSupport/MonitorFakes.swift, shared with the library's tests.)
 
 import Glibc
-import Logging
 import ReachAgent
 import ReachCore
+import ReachLog
 import ReachTestSupport
 import GatewayReach
 import Synchronization

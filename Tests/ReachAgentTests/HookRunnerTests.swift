@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import ReachCore
+import ReachLog
 import ReachTestSupport
 import Testing
 

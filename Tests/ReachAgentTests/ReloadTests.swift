@@ -1,6 +1,7 @@
 import Foundation
 import GatewayReach
 import ReachAgent
+import ReachLog
 import ReachTestSupport
 import Synchronization
 import Testing

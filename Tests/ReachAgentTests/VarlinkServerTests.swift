@@ -1,8 +1,8 @@
 import Foundation
-import Logging
 @testable import ReachAgent
 import ReachCore
 import ReachFiles
+import ReachLog
 import ReachTestSupport
 import Testing
 

@@ -1,6 +1,10 @@
 import Testing
 @testable import ReachCore
 
+/// sun_path: 107 bytes, "/org.gatewayreach.Reach" takes 23: a state directory of 85 bytes leaves no room. (Out here:
+/// Swift 6.0's compiler crashes on string interpolation inside `@Test(arguments:)`.)
+let stateDirectoryTooLong = "{\"api\":{\"state_directory\":\"/\(String(repeating: "r", count: 84))\"}}"
+
 /// The pure parts of the agent's API: the `api` config section, the way back from the status JSON to readings (so
 /// `reach status` can merge the agent's readings with a route it resolved), the hooks' environment, RFC 3339 parsing.
 @Suite struct AgentAPICoreTests {
@@ -29,8 +33,7 @@ import Testing
         (#"{"api":{"state_directory":"/run/../etc"}}"#, "api.state_directory", "component"),
         (#"{"api":{"state_directory":7}}"#, "api.state_directory", "an absolute directory path"),
         (#"{"api":{"state_directory":"/run/reach\u0000x"}}"#, "api.state_directory", "NUL"),
-        // sun_path: 107 bytes, "/org.gatewayreach.Reach" takes 23.
-        ("{\"api\":{\"state_directory\":\"/\(String(repeating: "r", count: 84))\"}}", "api.state_directory", "85 bytes"),
+        (stateDirectoryTooLong, "api.state_directory", "85 bytes"),
         (#"{"api":{"hooks_directory":""}}"#, "api.hooks_directory", "not an absolute path"),
         (#"{"api":{"hook_timeout_seconds":0}}"#, "api.hook_timeout_seconds", "from 0.1 to 3600"),
         (#"{"api":{"hook_timeout_seconds":"30"}}"#, "api.hook_timeout_seconds", "seconds"),

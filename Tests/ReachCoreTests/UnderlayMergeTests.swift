@@ -1,6 +1,9 @@
 import Testing
 @testable import ReachCore
 
+/// 2001:db8::1 as bytes. (Out of `ipTunnels`' arguments: Swift 6.0's type checker gives up on the chains there.)
+let documentationAddress6: [UInt8] = [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1]
+
 /// The merge with an underlay: flags, medium, status, the modem truth through the chain, the text, the JSON and
 /// change detection; and the decoders that feed the walk.
 private enum Chains {
@@ -247,8 +250,8 @@ private enum Chains {
         ("gre", 7 as UInt16, 6 as UInt16, [UInt8]([203, 0, 113, 5]), "203.0.113.5"),
         ("ipip", 3, 2, [203, 0, 113, 5], "203.0.113.5"),
         ("sit", 3, 2, [203, 0, 113, 5], "203.0.113.5"),
-        ("ip6tnl", 3, 2, [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1], "2001:db8::1"),
-        ("ip6gre", 7, 6, [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [1], "2001:db8::1"),
+        ("ip6tnl", 3, 2, documentationAddress6, "2001:db8::1"),
+        ("ip6gre", 7, 6, documentationAddress6, "2001:db8::1"),
     ])
     func ipTunnels(kind: String, remoteType: UInt16, localType: UInt16, remote: [UInt8], text: String) throws {
         var w = NetlinkAttributeWriter()

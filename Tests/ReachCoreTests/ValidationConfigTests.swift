@@ -14,10 +14,12 @@ import Testing
     @Test func issueExampleRoundTrips() throws {
         let c = try AgentConfig.parse(Self.example)
         #expect(c.validation.enabled)
+        // Parsed before #expect: Swift 6.0 rejects a `try` inside an array literal in its autoclosure.
+        let url = try HTTPURL.parse("http://connectivity.example/generate_204").get()
         #expect(c.validation.probes == [
             .dns(server: .address(IPAddress("9.9.9.9")!), name: "example.org", port: 53),
             .icmp(address: .gateway),
-            .http(url: try HTTPURL.parse("http://connectivity.example/generate_204").get(), expect: 204),
+            .http(url: url, expect: 204),
         ])
         #expect(c.validation.policy == ValidationPolicy())
         #expect(try AgentConfig.parse(c.json.prettySerialized()) == c)

@@ -2,7 +2,7 @@
 // the test says so, route and WiFi sources the test drives, and a patient wait for what other tasks do.
 
 import GatewayReach
-import Logging
+import ReachLog
 import Synchronization
 
 /// A clock that moves only when the test says so.
@@ -200,7 +200,7 @@ public enum Routes {
 }
 
 public func testLogger() -> Logger {
-    var l = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    var l = Logger.discarding(label: "test")
     l.logLevel = .critical
     return l
 }

@@ -105,5 +105,8 @@ public let nobody: uid_t = 65534
 /// packs it in sys/sysmacros.h).
 public func devNumber(_ major: UInt32, _ minor: UInt32) -> dev_t {
     let ma = UInt64(major), mi = UInt64(minor)
-    return dev_t(((ma & 0xFFFF_F000) << 32) | ((ma & 0xFFF) << 8) | ((mi & 0xFFFF_FF00) << 12) | (mi & 0xFF))
+    // In two halves: Swift 6.0's type checker gives up on the four-term expression.
+    let high: UInt64 = ((ma & 0xFFFF_F000) << 32) | ((mi & 0xFFFF_FF00) << 12)
+    let low: UInt64 = ((ma & 0xFFF) << 8) | (mi & 0xFF)
+    return dev_t(high | low)
 }

@@ -7,7 +7,8 @@ import collections, os, re, sys
 
 # Output sections that take no bytes in the stripped file.
 SKIP = re.compile(r"^(\.debug|\.comment|\.symtab|\.strtab|\.shstrtab|\.bss|\.tbss|\.note\.gnu\.build-id$)")
-PACKAGES = {"Logging": "swift-log"}
+# A package dependency's modules, by name: none since swift-log gave way to ReachLog (a module of ours).
+PACKAGES = {}
 
 
 def origin(path):

@@ -2,9 +2,9 @@
 // SIGTERM/SIGINT stop it gracefully (the last line is written), SIGHUP reloads the configuration.
 
 import GatewayReach
-import Logging
 import ReachAgent
 import ReachCommandLine
+import ReachLog
 
 extension Reach {
     struct Agent: Subcommand {
@@ -56,12 +56,10 @@ extension Reach {
     }
 }
 
-/// swift-log to stderr (journald and procd's logd take it from there), bootstrapped once per process, with a level
-/// that a reload can change (`log_level`).
+/// Records to stderr (journald and procd's logd take it from there), for every logger of the process, at a level that
+/// a reload can change (`log_level`).
 func bootstrapLogging(_ level: AgentConfig.LogLevel) -> (Logger, LogLevelSwitch) {
     let levelSwitch = LogLevelSwitch(level)
-    LoggingSystem.bootstrap { label in
-        SwitchedLogHandler(StreamLogHandler.standardError(label: label), level: levelSwitch)
-    }
+    Logger.bootstrap(level: levelSwitch)
     return (Logger(label: "reach"), levelSwitch)
 }

@@ -5,9 +5,9 @@
 
 import GatewayReach
 import Glibc
-import Logging
 import ReachAgent
 import ReachCommandLine
+import ReachLog
 import Synchronization
 
 extension Reach {
@@ -87,7 +87,7 @@ extension Reach {
             guard let cfg = loadConfig(config) else { return ExitStatus.config }
             let live = !json && !plain && isatty(1) == 1
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
-            let logger = live ? Logger(label: "reach", factory: { _ in SwiftLogNoOpLogHandler() }) : bootstrapLogging(.error).0
+            let logger = live ? Logger.discarding(label: "reach") : bootstrapLogging(.error).0
             let period = Duration.seconds(interval)
             var read = ModemReadOptions(
                 requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
