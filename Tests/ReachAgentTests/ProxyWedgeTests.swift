@@ -107,6 +107,29 @@ import Glibc
         #expect(modem?["registration"] != nil && modem?["generation"] == .string("4g"), "\(second.stdout)")
     }
 
+    /// (b) without modem workers (modems.worker false, as a program embedding GatewayReach reads): the open is tried
+    /// again after the replacement, so the first read already answers, through the real proxy.
+    @Test func inProcessReadAnswersAfterTheReplacement() async throws {
+        guard Self.privileged() else { return }
+        let lab = try await WWANLab.start("mbim")
+        defer { lab.stop() }
+        let config = try String(contentsOfFile: lab.configPath, encoding: .utf8)
+            .replacingOccurrences(of: #""request_timeout_seconds":2"#, with: #""request_timeout_seconds":2,"worker":false"#)
+        try config.write(toFile: lab.configPath, atomically: true, encoding: .utf8)
+        let standIn = try Self.writeStandIn(lab.dir)
+        let started = ContinuousClock.now
+        let r = try await Self.reach(lab, standIn: standIn, ["status", "--json", "--config", lab.configPath])
+        let took = ContinuousClock.now - started
+        let pid = try #require(Self.standInPid(lab.dir), "the stand-in never listened: \(r.stderr)")
+        let modem = try JSON.parse(r.stdout).modem
+        print("in process: read answered after the replacement in \(took)")
+        #expect(modem?["error"] == .null, "\(r.stdout)")
+        #expect(modem?["access"] == .string("proxy"), "\(r.stdout)")
+        #expect(modem?["generation"] == .string("4g"), "\(r.stdout)")
+        #expect(!Namespace.alive(pid), "the stand-in still runs")
+        #expect(lab.ns.processes(named: ["mbim-proxy"]).count == 1)
+    }
+
     /// (c): the same stand-in with another process connected to it is named in `reach diag`, with the other
     /// client, and left running.
     @Test func wedgedProxyInUseIsNamedAndLeftRunning() async throws {
