@@ -121,10 +121,11 @@ actor ModemChannel {
         } catch let error where !plan.proxy && plan.reason != nil {
             // Say why the port was opened directly: that is often why it failed (a user the proxy would refuse).
             throw ModemError("\(describe(error)) (\(plan.reason!))")
-        } catch let error where plan.proxy && !Task.isCancelled && ProxyWatch.isTimeout(error)
+        } catch let error where plan.proxy && !Task.isCancelled && ProxyWatch.isTimeout(error) && geteuid() == 0
             && ProcFacts.listening(proxyName)
         {
-            // A proxy that accepted us and let the open time out: named, and replaced when it is ours alone.
+            // A proxy that accepted us and let the open time out: named, and replaced when it is ours alone. (As
+            // another user, a root mbim-proxy's silence is its refusal, which `proxyFailure` explains.)
             let silence = ProxySilence(name: proxyName, waitedMs: Int(options.requestTimeout.milliseconds))
             opened = try await afterSilence(silence, logger: logger) { try await session(proxy: true) }
         } catch let error where plan.proxy && !Task.isCancelled && DeviceNode.check(spec.path) != .missing {
