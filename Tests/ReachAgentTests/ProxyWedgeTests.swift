@@ -130,6 +130,43 @@ import Glibc
         #expect(lab.ns.processes(named: ["mbim-proxy"]).count == 1)
     }
 
+    /// (a) and (b) for `reach agent`, whose modem worker watches the port: the parent names and replaces the proxy
+    /// the worker found silent, and the worker's next open, after its backoff, answers through the real proxy.
+    @Test func agentReplacesTheProxyAndItsModemAnswersAgain() async throws {
+        guard Self.privileged() else { return }
+        let lab = try await WWANLab.start("mbim")
+        defer { lab.stop() }
+        let standIn = try Self.writeStandIn(lab.dir)
+        let report = lab.dir + "/agent.jsonl"
+        let config = try String(contentsOfFile: lab.configPath, encoding: .utf8)
+            .replacingOccurrences(
+                of: #""wifi":"#, with: #""report":{"path":"\#(report)","interval_seconds":0.5},"log_level":"info","wifi":"#)
+        try FileManager.default.createDirectory(atPath: lab.dir + "/agent", withIntermediateDirectories: true)
+        let bind = "mount --bind \(standIn) /usr/libexec/mbim-proxy && exec \"$0\" \"$@\""
+        let agent = try await EndToEndTests.AgentProcess.start(
+            config: config, dir: lab.dir + "/agent", report: report, netns: lab.ns.name,
+            wrapper: ["unshare", "-m", "sh", "-c", bind])
+        func errors() -> [String] { agent.lines.compactMap { $0.modem?["error"]?.stringValue } }
+        let started = ContinuousClock.now
+        let named = await EndToEndTests.waitFor("the proxy named", timeout: 30) {
+            errors().contains { $0.contains(text: "started it again") }
+        }
+        let namedAfter = ContinuousClock.now - started
+        let answered = await EndToEndTests.waitFor("the modem answering", timeout: 30) {
+            agent.lines.last?.modem.map { $0["error"] == .null && $0["generation"] == .string("4g") } ?? false
+        }
+        let answeredAfter = ContinuousClock.now - started
+        let (status, log) = await agent.stop()
+        print("agent: proxy named and replaced after \(namedAfter), modem answering after \(answeredAfter)")
+        let pid = try #require(Self.standInPid(lab.dir), "the stand-in never listened: \(log)")
+        #expect(named, "\(errors()) \(log)")
+        #expect(errors().contains { $0.contains(text: "mbim-proxy (pid \(pid), ") }, "\(errors())")
+        #expect(answered, "\(agent.lines.suffix(2).map { $0.serialized() })")
+        #expect(agent.lines.last?.modem?["access"] == .string("proxy"))
+        #expect(!Namespace.alive(pid), "the stand-in still runs")
+        #expect(status == 0, "\(log)")
+    }
+
     /// (c): the same stand-in with another process connected to it is named in `reach diag`, with the other
     /// client, and left running.
     @Test func wedgedProxyInUseIsNamedAndLeftRunning() async throws {
