@@ -15,6 +15,7 @@ import Musl
 import CGLibShims
 import ReachCore
 import ReachGLib
+import Synchronization
 
 /// A proxied open that got no answer in time: which proxy, and how long was waited. Sent by a modem worker to its
 /// parent, which alone may look into other processes.
@@ -33,8 +34,10 @@ enum UnixSocketTable {
         var listening: Bool
         /// The bound name; abstract names start with "@", as in /proc/net/unix.
         var name: String?
-        /// The inode of the connected peer; 0 once the peer has closed.
+        /// The inode of the connected peer (still given on recent kernels after the peer closed: see `peerGone`).
         var peer: UInt32?
+        /// Both directions shut down (sk_shutdown == SHUTDOWN_MASK): what a stream socket's peer leaves when it closes.
+        var peerGone = false
         /// Unread bytes (a listener: connections not yet accepted).
         var unread: UInt32?
     }
@@ -43,7 +46,7 @@ enum UnixSocketTable {
     private static let netlinkSockDiag: Int32 = 4
     private static let sockDiagByFamily: UInt16 = 20
     private static let showName: UInt32 = 0x01, showPeer: UInt32 = 0x04, showRQLen: UInt32 = 0x10
-    private static let attrName: UInt16 = 0, attrPeer: UInt16 = 2, attrRQLen: UInt16 = 4
+    private static let attrName: UInt16 = 0, attrPeer: UInt16 = 2, attrRQLen: UInt16 = 4, attrShutdown: UInt16 = 6
     private static let tcpListen: UInt8 = 10
 
     /// Every unix socket of our namespace; nil when the table cannot be read (no unix_diag in the kernel).
@@ -98,6 +101,7 @@ enum UnixSocketTable {
                     : String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
             case attrPeer where data.count >= 4: e.peer = u32(data, 0)
             case attrRQLen where data.count >= 4: e.unread = u32(data, 0)
+            case attrShutdown where data.count >= 1: e.peerGone = data[0] & 3 == 3
             default: break
             }
             at += (length + 3) & ~3
@@ -143,9 +147,27 @@ enum ProxyWatch {
         var restarted: Bool
     }
 
-    /// Looks at the proxy behind a silence and acts on the verdict. Only where /proc of other processes can be read
-    /// (not in a modem worker).
+    /// The answer under way per proxy name: modems read at once through one wedged proxy (several workers, or
+    /// several channels in one process) share one look and one restart, and each retries its open after it.
+    private static let underWay = Mutex<[String: Task<Outcome, Never>]>([:])
+
+    /// Looks at the proxy behind a silence and acts on the verdict, or joins the answer already under way for it.
+    /// Only where /proc of other processes can be read (not in a modem worker).
     static func answer(_ silence: ProxySilence) async -> Outcome {
+        let task = underWay.withLock { running in
+            if let t = running[silence.name] { return t }
+            let t = Task { await answerNow(silence) }
+            running[silence.name] = t
+            return t
+        }
+        let outcome = await task.value
+        underWay.withLock { running in
+            if running[silence.name] == task { running[silence.name] = nil }
+        }
+        return outcome
+    }
+
+    private static func answerNow(_ silence: ProxySilence) async -> Outcome {
         let inspected = await inspect(silence.name)
         let facts = inspected.facts
         let verdict = ProxyVerdict.decide(facts)
@@ -167,40 +189,48 @@ enum ProxyWatch {
 
     /// The facts `ProxyVerdict` decides on, and the proxy's CPU time so far.
     static func inspect(_ name: String) async -> (facts: ProxyFacts, cpuSeconds: Double?) {
-        guard let table = UnixSocketTable.dump() else {
-            return (ProxyFacts(pid: nil, startedByReach: false, unread: false), nil)
-        }
         let abstract = "@" + name
-        let listener = table.first { $0.listening && $0.name == abstract }
-        let served = table.filter { !$0.listening && $0.name == abstract }
-        let peers = Set(served.compactMap(\.peer).filter { $0 != 0 })
-        var targets = Set(peers.map { "socket:[\($0)]" })
-        if let l = listener { targets.insert("socket:[\(l.inode)]") }
-        let (found, _) = ProcFacts.holders(ofAny: targets)
-        let proxy = listener.flatMap { l in found.first { $0.targets.contains("socket:[\(l.inode)]") }?.holder.pid }
-        var named = Set<String>()
-        var others: [Int32] = []
-        for (holder, held) in found where holder.pid != proxy {
-            let clientSockets = held.filter { $0 != listener.map { "socket:[\($0.inode)]" } }
-            guard !clientSockets.isEmpty else { continue }
-            named.formUnion(clientSockets)
-            others.append(holder.pid)
-        }
-        // Sockets of this process and its workers are ours: `holders` leaves them out, so count them as named.
-        named.formUnion(ownSockets(among: targets))
-        let unnamed = Set(peers.map { "socket:[\($0)]" }).subtracting(named).count
-        let unread = (listener?.unread ?? 0) > 0 || served.contains { ($0.unread ?? 0) > 0 }
-        guard let pid = proxy else {
-            return (ProxyFacts(pid: nil, startedByReach: false, otherClients: others, unnamedClients: unnamed, unread: unread), nil)
-        }
+        let none = (ProxyFacts(pid: nil, startedByReach: false, unread: false), nil as Double?)
+        guard let first = UnixSocketTable.dump()?.first(where: { $0.listening && $0.name == abstract }),
+            let pid = ProcFacts.holders(ofAny: ["socket:[\(first.inode)]"]).found.first?.holder.pid
+        else { return none }
+        // Its CPU over a short sample. Meanwhile the connections we just gave up on finish closing: libmbim/libqmi
+        // close them on their GLib loop after our deadline, not at once.
         let before = cpuSeconds(pid)
         try? await Task.sleep(for: cpuSample)
         let after = cpuSeconds(pid)
         let share = before.flatMap { b in after.map { a in (a - b) / cpuSample.seconds } }
+        guard let table = UnixSocketTable.dump() else { return none }
+        let listener = table.first { $0.listening && $0.name == abstract }
+        let served = table.filter { !$0.listening && $0.name == abstract }
+        let peers = connectedPeers(served)
+        let (found, _) = ProcFacts.holders(ofAny: peers)
+        var named = Set<String>()
+        var others: [Int32] = []
+        for (holder, held) in found where holder.pid != pid {
+            named.formUnion(held)
+            others.append(holder.pid)
+        }
+        // Sockets of this process and its workers are ours: `holders` leaves them out, so count them as named.
+        named.formUnion(ownSockets(among: peers))
+        // A peer nobody was found holding may have closed since the table was read: only one still connected in a
+        // new reading counts as another program's.
+        var unnamed = peers.subtracting(named)
+        if !unnamed.isEmpty, let again = UnixSocketTable.dump() {
+            unnamed.formIntersection(connectedPeers(again.filter { !$0.listening && $0.name == abstract }))
+        }
+        let unread = (listener?.unread ?? 0) > 0 || served.contains { ($0.unread ?? 0) > 0 }
         let facts = ProxyFacts(
-            pid: pid, startedByReach: startedByReach(pid), otherClients: others.sorted(), unnamedClients: unnamed,
+            pid: pid, startedByReach: startedByReach(pid), otherClients: others.sorted(), unnamedClients: unnamed.count,
             unread: unread, cpuShare: share)
         return (facts, after ?? before)
+    }
+
+    /// The clients still connected to the proxy's sockets, as /proc/PID/fd shows them ("socket:[INODE]"). A client
+    /// that closed leaves its peer's socket shut down both ways (unix_release_sock, net/unix/af_unix.c in Linux);
+    /// recent kernels may still report its inode.
+    private static func connectedPeers(_ served: [UnixSocketTable.Entry]) -> Set<String> {
+        Set(served.filter { !$0.peerGone }.compactMap(\.peer).filter { $0 != 0 }.map { "socket:[\($0)]" })
     }
 
     /// The targets (socket links) held by this process or its modem workers.
