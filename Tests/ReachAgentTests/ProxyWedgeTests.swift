@@ -167,6 +167,40 @@ import Glibc
         #expect(status == 0, "\(log)")
     }
 
+    /// Two modems read at once through the one wedged proxy: one look and one restart serve both. With workers
+    /// both errors name the same stand-in and its replacement; in process both opens are retried and answer.
+    @Test(arguments: [true, false])
+    func twoModemsShareOneReplacement(worker: Bool) async throws {
+        guard Self.privileged() else { return }
+        let lab = try await WWANLab.start("mbim")
+        defer { lab.stop() }
+        let second = try await ModemSimulator.start(scenario: "mbim-4g-lte")
+        defer { _ = second.stop() }
+        try """
+            {"modems":{"ports":[{"path":"\(lab.sim.link)","protocol":"mbim"},{"path":"\(second.link)","protocol":"mbim"}],
+                       "request_timeout_seconds":2,"worker":\(worker)},
+             "wifi":{"enabled":false},"api":{"state_directory":null,"hooks_directory":null}}
+            """.write(toFile: lab.configPath, atomically: true, encoding: .utf8)
+        let standIn = try Self.writeStandIn(lab.dir)
+        let r = try await Self.reach(lab, standIn: standIn, ["status", "--json", "--config", lab.configPath])
+        let pid = try #require(Self.standInPid(lab.dir), "the stand-in never listened: \(r.stderr)")
+        let modems = try JSON.parse(r.stdout)["wwan"]?.arrayValue ?? []
+        #expect(modems.count == 2, "\(r.stdout)")
+        let errors = modems.map { $0["error"]?.stringValue }
+        if worker {
+            for e in errors {
+                #expect(e?.contains(text: "mbim-proxy (pid \(pid), ") == true, "\(errors)")
+                #expect(e?.contains(text: "and started it again (pid ") == true, "\(errors)")
+            }
+            #expect(Set(errors).count == 1, "both modems got the one answer: \(errors)")
+        } else {
+            #expect(errors == [nil, nil], "\(r.stdout)")
+            #expect(modems.allSatisfy { $0["access"] == .string("proxy") }, "\(r.stdout)")
+        }
+        #expect(!Namespace.alive(pid), "the stand-in still runs")
+        #expect(lab.ns.processes(named: ["mbim-proxy"]).count == 1)
+    }
+
     /// (c): the same stand-in with another process connected to it is named in `reach diag`, with the other
     /// client, and left running.
     @Test func wedgedProxyInUseIsNamedAndLeftRunning() async throws {
