@@ -34,19 +34,22 @@ enum UnixSocketTable {
         var listening: Bool
         /// The bound name; abstract names start with "@", as in /proc/net/unix.
         var name: String?
-        /// The inode of the connected peer (still given on recent kernels after the peer closed: see `peerGone`).
+        /// The inode of the connected peer; 0 once the peer closed (it has no inode left).
         var peer: UInt32?
         /// Both directions shut down (sk_shutdown == SHUTDOWN_MASK): what a stream socket's peer leaves when it closes.
         var peerGone = false
         /// Unread bytes (a listener: connections not yet accepted).
         var unread: UInt32?
+        /// A listener's connections not yet accepted: their clients' inodes (0 for one that closed).
+        var waiting: [UInt32] = []
     }
 
     // linux/netlink.h, linux/sock_diag.h, linux/unix_diag.h
     private static let netlinkSockDiag: Int32 = 4
     private static let sockDiagByFamily: UInt16 = 20
-    private static let showName: UInt32 = 0x01, showPeer: UInt32 = 0x04, showRQLen: UInt32 = 0x10
-    private static let attrName: UInt16 = 0, attrPeer: UInt16 = 2, attrRQLen: UInt16 = 4, attrShutdown: UInt16 = 6
+    private static let showName: UInt32 = 0x01, showPeer: UInt32 = 0x04, showIcons: UInt32 = 0x08, showRQLen: UInt32 = 0x10
+    private static let attrName: UInt16 = 0, attrPeer: UInt16 = 2, attrIcons: UInt16 = 3, attrRQLen: UInt16 = 4
+    private static let attrShutdown: UInt16 = 6
     private static let tcpListen: UInt8 = 10
 
     /// Every unix socket of our namespace; nil when the table cannot be read (no unix_diag in the kernel).
@@ -61,7 +64,7 @@ enum UnixSocketTable {
         func put16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { request += $0 } }
         put32(40); put16(sockDiagByFamily); put16(0x0001 | 0x0300); put32(1); put32(0)  // nlmsghdr: REQUEST | DUMP
         request += [UInt8(AF_UNIX), 0, 0, 0]  // unix_diag_req: family, protocol, pad
-        put32(0xffff_ffff); put32(0); put32(showName | showPeer | showRQLen); put32(0); put32(0)
+        put32(0xffff_ffff); put32(0); put32(showName | showPeer | showIcons | showRQLen); put32(0); put32(0)
         guard sendAll(fd, request) else { return nil }
         var entries: [Entry] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -101,6 +104,7 @@ enum UnixSocketTable {
                     : String(decoding: data.prefix { $0 != 0 }, as: UTF8.self)
             case attrPeer where data.count >= 4: e.peer = u32(data, 0)
             case attrRQLen where data.count >= 4: e.unread = u32(data, 0)
+            case attrIcons: e.waiting = stride(from: 0, to: data.count - 3, by: 4).map { u32(data, $0) }
             case attrShutdown where data.count >= 1: e.peerGone = data[0] & 3 == 3
             default: break
             }
@@ -203,7 +207,7 @@ enum ProxyWatch {
         guard let table = UnixSocketTable.dump() else { return none }
         let listener = table.first { $0.listening && $0.name == abstract }
         let served = table.filter { !$0.listening && $0.name == abstract }
-        let peers = connectedPeers(served)
+        let peers = connectedPeers(table, abstract)
         let (found, _) = ProcFacts.holders(ofAny: peers)
         var named = Set<String>()
         var others: [Int32] = []
@@ -217,7 +221,7 @@ enum ProxyWatch {
         // new reading counts as another program's.
         var unnamed = peers.subtracting(named)
         if !unnamed.isEmpty, let again = UnixSocketTable.dump() {
-            unnamed.formIntersection(connectedPeers(again.filter { !$0.listening && $0.name == abstract }))
+            unnamed.formIntersection(connectedPeers(again, abstract))
         }
         let unread = (listener?.unread ?? 0) > 0 || served.contains { ($0.unread ?? 0) > 0 }
         let facts = ProxyFacts(
@@ -226,11 +230,14 @@ enum ProxyWatch {
         return (facts, after ?? before)
     }
 
-    /// The clients still connected to the proxy's sockets, as /proc/PID/fd shows them ("socket:[INODE]"). A client
-    /// that closed leaves its peer's socket shut down both ways (unix_release_sock, net/unix/af_unix.c in Linux);
-    /// recent kernels may still report its inode.
-    private static func connectedPeers(_ served: [UnixSocketTable.Entry]) -> Set<String> {
-        Set(served.filter { !$0.peerGone }.compactMap(\.peer).filter { $0 != 0 }.map { "socket:[\($0)]" })
+    /// The clients still connected to the proxy's sockets `name`, accepted or waiting, as /proc/PID/fd shows them
+    /// ("socket:[INODE]"). A client that closed leaves no inode (0), and its peer's socket shut down both ways
+    /// (unix_release_sock, net/unix/af_unix.c in Linux); either says it is gone.
+    private static func connectedPeers(_ table: [UnixSocketTable.Entry], _ name: String) -> Set<String> {
+        let mine = table.filter { $0.name == name }
+        let accepted = mine.filter { !$0.listening && !$0.peerGone }.compactMap(\.peer)
+        let waiting = mine.filter(\.listening).flatMap(\.waiting)
+        return Set((accepted + waiting).filter { $0 != 0 }.map { "socket:[\($0)]" })
     }
 
     /// The targets (socket links) held by this process or its modem workers.
