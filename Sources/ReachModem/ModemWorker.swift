@@ -341,7 +341,15 @@ enum WorkerRun {
 
     /// A worker's proxied open got no answer: the proxy is named, and replaced when it is reach's alone, here in the
     /// parent (the worker may not look into other processes). The note is for the state with the error that follows.
-    static func answer(_ silence: ProxySilence, logger: Logger) async -> String {
+    static func answer(_ silence: ProxySilence, logger: Logger) async -> String? {
+        // The worker is untrusted (it parses what the modem sends): only the two proxies, and a plausible wait, are
+        // acted on; a name from it must never reach the launcher (it picks the program to start by name).
+        guard [ModemProtocol.qmi, .mbim].map(PortHolders.proxyName).contains(silence.name),
+            (0...3_600_000).contains(silence.waitedMs)
+        else {
+            logger.warning("Modem worker sent a proxy silence that is not understood", metadata: ["proxy": "\(silence.name)"])
+            return nil
+        }
         let outcome = await ProxyWatch.answer(silence)
         logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
         return outcome.note

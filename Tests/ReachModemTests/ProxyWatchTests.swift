@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ReachTestSupport
 import Testing
 @testable import ReachModem
@@ -77,5 +78,18 @@ import Testing
         #expect(after.filter { !$0.listening }.count == 1 && after.first { !$0.listening }?.peerGone == true, "\(after)")
         // A closed waiting client is still queued, with no client inode (what ProxyWatch relies on to not count it).
         #expect(after.first(where: \.listening)?.waiting == [0], "\(after)")
+    }
+
+    /// A worker is untrusted: a silence naming anything but the two proxies (the launcher starts a program by that
+    /// name), or an absurd wait, is not acted on.
+    @Test(arguments: ["../../bin/sh", "sleep", "", "mbim-proxy/../../x"])
+    func aWorkersSilenceForAnotherProgramIsIgnored(name: String) async {
+        let note = await WorkerRun.answer(ProxySilence(name: name, waitedMs: 5000), logger: Logger(label: "test"))
+        #expect(note == nil)
+    }
+
+    @Test func aWorkersSilenceWithAnAbsurdWaitIsIgnored() async {
+        let note = await WorkerRun.answer(ProxySilence(name: "mbim-proxy", waitedMs: -1), logger: Logger(label: "test"))
+        #expect(note == nil)
     }
 }
