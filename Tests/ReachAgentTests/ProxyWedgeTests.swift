@@ -7,41 +7,44 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 25: an mbim-proxy that accepts the connection and never answers. A stand-in (a small Python program)
-/// takes the proxy's place: reach itself starts it, because the test binds it over /usr/libexec/mbim-proxy in a mount
-/// namespace of reach's own (`unshare -m`), inside the lab's network namespace (abstract sockets are per network
-/// namespace). The stand-in accepts on "@mbim-proxy", never reads, ignores SIGTERM, and runs the real proxy (a copy)
-/// when started a second time. reach names it by pid and CPU time, ends it and starts the proxy again when nobody
-/// else uses it, and leaves it running when another process is connected to it.
+/// Issue 25: an mbim-proxy (or qmi-proxy) that accepts the connection and never answers. A stand-in (a small Python
+/// program) takes the proxy's place: reach itself starts it, because the test binds it over /usr/libexec/mbim-proxy in
+/// a mount namespace of reach's own (`unshare -m`), inside the lab's network namespace (abstract sockets are per
+/// network namespace). The stand-in accepts on "@mbim-proxy", never reads, ignores SIGTERM, and runs the real proxy
+/// (a copy) when started a second time. reach names it by pid and CPU time, ends it and starts the proxy again when
+/// nobody else uses it, and leaves it running when another process is connected to it.
 @Suite(.serialized) struct ProxyWedgeTests {
     static func privileged() -> Bool {
         TestSupport.requirement(TestSupport.isRoot, "root (network and mount namespaces)")
             && TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")
             && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/libexec/mbim-proxy"),
                                        "/usr/libexec/mbim-proxy (libmbim-utils)")
+            && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/libexec/qmi-proxy"),
+                                       "/usr/libexec/qmi-proxy (libqmi-utils)")
             && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "/usr/bin/python3")
             && TestSupport.requirement(TestSupport.find("unshare") != nil, "unshare (util-linux)")
     }
 
-    /// The stand-in and a copy of the real proxy in `dir`; returns the stand-in's path.
-    static func writeStandIn(_ dir: String) throws -> String {
+    /// The stand-in for `proxy` ("mbim-proxy", "qmi-proxy") and a copy of the real proxy in `dir`; returns the
+    /// stand-in's path.
+    static func writeStandIn(_ dir: String, proxy: String = "mbim-proxy") throws -> String {
         try FileManager.default.createDirectory(atPath: dir + "/real", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: "/usr/libexec/mbim-proxy", toPath: dir + "/real/mbim-proxy")
-        let path = dir + "/mbim-proxy"
+        try FileManager.default.copyItem(atPath: "/usr/libexec/" + proxy, toPath: dir + "/real/" + proxy)
+        let path = dir + "/" + proxy
         let script = """
             #!/usr/bin/python3
-            # Stands in for mbim-proxy: accepts on @mbim-proxy and never reads or answers. The second start runs the
+            # Stands in for \(proxy): accepts on @\(proxy) and never reads or answers. The second start runs the
             # real proxy (a copy), as a restarted proxy would be the real one.
             import os, signal, socket, time
             d = "\(dir)"
             if os.path.exists(d + "/standin.pid"):
-                os.execv(d + "/real/mbim-proxy", ["mbim-proxy"])
+                os.execv(d + "/real/\(proxy)", ["\(proxy)"])
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             start = time.process_time()
             while time.process_time() - start < 0.25:
                 pass
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.bind("\\0mbim-proxy")
+            s.bind("\\0\(proxy)")
             s.listen(8)
             with open(d + "/standin.pid.tmp", "w") as f:
                 f.write(str(os.getpid()))
@@ -56,12 +59,13 @@ import Glibc
         return path
     }
 
-    /// `reach ARGS` in the lab's network namespace, in a mount namespace where /usr/libexec/mbim-proxy is `standIn`.
+    /// `reach ARGS` in the lab's network namespace, in a mount namespace where the proxy `standIn` stands in for
+    /// (its file name) is `standIn`.
     static func reach(_ lab: WWANLab, standIn: String, _ args: [String]) async throws -> RunResult {
         let command = ([TestPaths.reach] + args).joined(separator: " ")
+        let proxy = "/usr/libexec/" + (standIn.split(separator: "/").last.map(String.init) ?? "")
         return try await lab.ns.exec(
-            ["unshare", "-m", "sh", "-c", "mount --bind \(standIn) /usr/libexec/mbim-proxy && exec \(command)"],
-            timeout: 60)
+            ["unshare", "-m", "sh", "-c", "mount --bind \(standIn) \(proxy) && exec \(command)"], timeout: 60)
     }
 
     static func standInPid(_ dir: String) -> pid_t? {
@@ -78,11 +82,13 @@ import Glibc
 
     /// (a) and (b): the error names the stand-in's pid and CPU time; reach ends it (SIGTERM is ignored, so SIGKILL)
     /// and starts the proxy again, and the next read answers through the real proxy.
-    @Test func wedgedProxyOfOurOwnIsNamedAndReplaced() async throws {
+    @Test(arguments: ["mbim", "qmi"])
+    func wedgedProxyOfOurOwnIsNamedAndReplaced(proto: String) async throws {
         guard Self.privileged() else { return }
-        let lab = try await WWANLab.start("mbim")
+        let lab = try await WWANLab.start(proto)
         defer { lab.stop() }
-        let standIn = try Self.writeStandIn(lab.dir)
+        let proxy = proto + "-proxy"
+        let standIn = try Self.writeStandIn(lab.dir, proxy: proxy)
         let started = ContinuousClock.now
         let first = try await Self.reach(lab, standIn: standIn, ["status", "--json", "--config", lab.configPath])
         let took = ContinuousClock.now - started
@@ -90,14 +96,14 @@ import Glibc
         let error = json.modem?["error"]?.stringValue ?? ""
         let pid = try #require(Self.standInPid(lab.dir), "the stand-in never listened: \(first.stderr)")
         print("wedged proxy named and replaced in \(took): \(error)")
-        #expect(error.contains(text: "mbim-proxy (pid \(pid), "), "\(error)")
+        #expect(error.contains(text: "\(proxy) (pid \(pid), "), "\(error)")
         #expect(error.contains(text: "accepted the connection but did not answer within 2000 ms"), "\(error)")
         #expect((Self.cpuSeconds(in: error, pid: pid) ?? -1) >= 0.2, "the stand-in spent 0.25 s of CPU: \(error)")
         #expect(error.contains(text: "reach ended it (SIGKILL"), "\(error)")
         #expect(error.contains(text: "and started it again (pid "), "\(error)")
         #expect(!Namespace.alive(pid), "the stand-in still runs")
         // The proxy listening now is the real one (the stand-in's second start), started by that reach.
-        let proxies = lab.ns.processes(named: ["mbim-proxy"])
+        let proxies = lab.ns.processes(named: [proxy])
         #expect(proxies.count == 1 && !proxies.contains(pid), "\(proxies)")
 
         let second = try await Self.reach(lab, standIn: standIn, ["status", "--json", "--config", lab.configPath])
