@@ -181,6 +181,12 @@ public enum DiagChecks {
                 + "serves only root or the user lib\(m.protocol.rawValue) was built for; where no ModemManager runs, "
                 + "modems.access direct also works"
         }
+        if e.contains(text: "accepted the connection but did not answer") {
+            // (The text is all a modem state carries across the worker boundary; ProxyWatch writes it.)
+            return "\(proxy) took the connection and never answered; reach ends and restarts one it started that no "
+                + "other program uses, and leaves one that another program uses (ModemManager) running: restart that "
+                + "program, or end the proxy named here by pid"
+        }
         if e.contains(text: "the port is also open in") {
             return "another program holds the port and takes replies meant for reach: stop it, or let both share the "
                 + "modem through \(proxy) (qmicli -p, mbimcli -p, ModemManager) with modems.access auto"

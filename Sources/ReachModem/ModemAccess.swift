@@ -91,9 +91,20 @@ enum ProcFacts {
     /// /proc/PID/fd needs ptrace access).
     static func holders(of path: String, proc: String = "/proc") -> (holders: [Holder], uninspectable: Int) {
         guard let target = realPath(path) else { return ([], 0) }
+        let (found, hidden) = holders(ofAny: [target], proc: proc, all: false)
+        return (found.map(\.holder), hidden)
+    }
+
+    /// The processes (other than us and our modem workers) holding any of `targets` (what /proc/PID/fd/N links to:
+    /// a path, or "socket:[INODE]" for a socket, proc(5)), with the targets each holds (with `all` false, the first
+    /// found), and how many processes could not be inspected.
+    static func holders(ofAny targets: Set<String>, proc: String = "/proc", all: Bool = true)
+        -> (found: [(holder: Holder, targets: Set<String>)], uninspectable: Int)
+    {
+        guard !targets.isEmpty else { return ([], 0) }
         let me = getpid()
         let workers = WorkerProcess.running.withLock { $0 }
-        var found: [Holder] = []
+        var found: [(holder: Holder, targets: Set<String>)] = []
         var hidden = 0
         for entry in list(proc) {
             // Not this process, nor a modem worker of its own: the worker reading the port is the one holding it.
@@ -103,18 +114,21 @@ enum ProcFacts {
                 if errno == EACCES || errno == EPERM { hidden += 1 }
                 continue
             }
-            var holds = false
-            while !holds, let e = readdir(dir) {
+            var held = Set<String>()
+            while all || held.isEmpty, let e = readdir(dir) {
                 let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                guard name != ".", name != ".." else { continue }
-                holds = readLink("\(fdDir)/\(name)") == target
+                guard name != ".", name != "..", let link = readLink("\(fdDir)/\(name)"), targets.contains(link) else {
+                    continue
+                }
+                held.insert(link)
             }
             closedir(dir)
-            if holds {
-                found.append(Holder(pid: pid, command: readSmallFile("\(proc)/\(entry)/comm", limit: 64)?.trimmingSpaces ?? "?"))
+            if !held.isEmpty {
+                let command = readSmallFile("\(proc)/\(entry)/comm", limit: 64)?.trimmingSpaces ?? "?"
+                found.append((Holder(pid: pid, command: command), held))
             }
         }
-        return (found.sorted { $0.pid < $1.pid }, hidden)
+        return (found.sorted { $0.holder.pid < $1.holder.pid }, hidden)
     }
 
     /// The processes named `command` in our network namespace (by /proc/PID/ns/net); when no process's namespace
@@ -210,7 +224,18 @@ enum ProxyLauncher {
         var pid: pid_t = 0
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(binary), nil]
         defer { for p in argv { free(p) } }
-        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, environ)
+        // Marked with the reach process it belongs to (a worker's parent), so that reach knows it as its own later,
+        // after the worker that started it has ended and it was reparented (ProxyWatch.startedByReach).
+        let owner = PortHolders.scanHere ? getpid() : getppid()
+        var env: [UnsafeMutablePointer<CChar>?] = [strdup("\(ProxyWatch.markVariable)=\(owner)")]
+        var inherited = environ
+        while let entry = inherited.pointee {
+            if !String(cString: entry).hasPrefix(ProxyWatch.markVariable + "=") { env.append(strdup(entry)) }
+            inherited += 1
+        }
+        env.append(nil)
+        defer { for p in env { free(p) } }
+        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, env)
         guard rc == 0 else { return "\(name) could not be started: \(String(cString: strerror(rc)))" }
         reapLater(pid)
         let deadline = ContinuousClock.now + wait

@@ -123,6 +123,13 @@ actor ModemChannel {
         } catch let error where !plan.proxy && plan.reason != nil {
             // Say why the port was opened directly: that is often why it failed (a user the proxy would refuse).
             throw ModemError("\(describe(error)) (\(plan.reason!))")
+        } catch let error where plan.proxy && !Task.isCancelled && ProxyWatch.isTimeout(error) && geteuid() == 0
+            && ProcFacts.listening(proxyName)
+        {
+            // A proxy that accepted us and let the open time out: named, and replaced when it is ours alone. (As
+            // another user, a root mbim-proxy's silence is its refusal, which `proxyFailure` explains.)
+            let silence = ProxySilence(name: proxyName, waitedMs: Int(options.requestTimeout.milliseconds))
+            opened = try await afterSilence(silence, logger: logger) { try await session(proxy: true) }
         } catch let error where plan.proxy && !Task.isCancelled && DeviceNode.check(spec.path) != .missing {
             // (A proxy that hangs up on us looks like a port that went away; the node is still there.)
             // `auto` falls back to direct only when no proxy could be started; a proxy that runs and fails us is
@@ -141,6 +148,27 @@ actor ModemChannel {
         let channel = ModemChannel(spec: spec, protocol: p, session: opened, logger: logger, quirks: quirks, links: links)
         await channel.noteAccess(plan, protocol: p)
         return channel
+    }
+
+    /// After a proxied open got no answer in time: the proxy named with its pid and CPU time, and, when reach started
+    /// it and nobody else is connected to it, ended and started again, then the open tried once more. A modem worker
+    /// cannot look into other processes: it passes the silence to its parent, which does the same
+    /// (`WorkerRun.withProxyNote`), and this open fails with the plain text.
+    private static func afterSilence(
+        _ silence: ProxySilence, logger: Logger, retry: () async throws -> Session
+    ) async throws -> Session {
+        guard PortHolders.scanHere else {
+            ProxyWatch.reportToParent?(silence)
+            throw ModemError(silence.text(subject: silence.name))
+        }
+        let outcome = await ProxyWatch.answer(silence)
+        logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
+        guard outcome.restarted else { throw ModemError(outcome.note) }
+        do {
+            return try await retry()
+        } catch {
+            throw ModemError("\(describe(error)) (\(outcome.note))")
+        }
     }
 
     /// Why a proxied open failed, with the cause when the proxy serves only root and we are not root.

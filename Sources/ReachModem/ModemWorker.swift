@@ -339,6 +339,33 @@ enum WorkerRun {
         return stream
     }
 
+    /// A worker's proxied open got no answer: the proxy is named, and replaced when it is reach's alone, here in the
+    /// parent (the worker may not look into other processes). The note is for the state with the error that follows.
+    static func answer(_ silence: ProxySilence, logger: Logger) async -> String? {
+        // The worker is untrusted (it parses what the modem sends): only the two proxies, and a plausible wait, are
+        // acted on; a name from it must never reach the launcher (it picks the program to start by name).
+        guard [ModemProtocol.qmi, .mbim].map(PortHolders.proxyName).contains(silence.name),
+            (0...3_600_000).contains(silence.waitedMs)
+        else {
+            logger.warning("Modem worker sent a proxy silence that is not understood", metadata: ["proxy": "\(silence.name)"])
+            return nil
+        }
+        let outcome = await ProxyWatch.answer(silence)
+        logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
+        return outcome.note
+    }
+
+    /// The state the worker sent after a proxy silence, its error replaced by the parent's note (which names the
+    /// proxy and what was done). The note applies to the next state whose port could not be opened (`access` nil);
+    /// a state of an open port ends it.
+    static func withProxyNote(_ state: ModemState, _ note: inout String?) -> ModemState {
+        guard let text = note else { return state }
+        var s = state
+        if s.access == nil, s.error != nil { s.error = text }
+        note = nil
+        return s
+    }
+
     /// A state from a worker, held to the port it was asked about: it cannot speak for another device. What else
     /// holds the port is added here (`PortHolders`): the worker, without capabilities, cannot see other processes'
     /// descriptors. `holders` carries the access note between the states of one worker run, so /proc is read once
@@ -390,11 +417,16 @@ public enum IsolatedModemReader {
     {
         var result: ModemState?
         var ending: (WorkerEnd, String?) = (.exited(0), nil)
+        var proxyNote: String?
         read: for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
             switch event {
+            case let .message(.proxySilent(silence)):
+                proxyNote = await WorkerRun.answer(silence, logger: options.logger)
             case let .message(.result(_, states)):
                 var holders: (ModemAccessPath, String?)?
-                result = states.first.map { WorkerRun.bounded($0, spec: spec, holders: &holders) }
+                result = states.first.map {
+                    WorkerRun.bounded(WorkerRun.withProxyNote($0, &proxyNote), spec: spec, holders: &holders)
+                }
                 // The answer is in: the worker is reaped on its supervising thread, nobody waits for that here.
                 break read
             case let .message(.ready(capabilities)) where capabilities != 0:
@@ -467,14 +499,17 @@ public struct IsolatedModemMonitor: Sendable {
             var first = true
             var holders: (ModemAccessPath, String?)?
             var ending: (WorkerEnd, String?) = (.exited(0), nil)
+            var proxyNote: String?
             for await event in WorkerRun.events(launch, job: .monitor(port, options), timing: timing, label: port.path) {
                 switch event {
+                case let .message(.proxySilent(silence)):
+                    proxyNote = await WorkerRun.answer(silence, logger: logger)
                 case let .message(.update(update)):
                     var cause = update.cause
                     // A new worker's first read after one failed is the modem coming back.
                     if first && failedBefore && cause == .initialRead { cause = .reopened }
                     first = false
-                    emit(WorkerRun.bounded(update.state, spec: spec, holders: &holders), cause)
+                    emit(WorkerRun.bounded(WorkerRun.withProxyNote(update.state, &proxyNote), spec: spec, holders: &holders), cause)
                 case let .message(.ready(capabilities)) where capabilities != 0:
                     logger.warning(
                         "Modem worker kept capabilities",

@@ -41,6 +41,7 @@ public enum ModemWorkerProcess {
         // A worker killed by them first would be reported as failed in the parent's last line.
         for s in [SIGHUP, SIGINT, SIGTERM] { signal(s, SIG_IGN) }
         let link = WorkerLink(fd: channel)
+        ProxyWatch.reportToParent = { link.send(.proxySilent($0)) }
         let request: WorkerRequest
         switch link.readRequest(timeoutMs: 10_000) {
         case let .success(r): request = r

@@ -87,6 +87,9 @@ enum WorkerMessage: Codable, Sendable {
     case fatalLog(domain: String, message: String)
     /// The worker cannot do the job (bad request, version mismatch); it exits after this.
     case refused(String)
+    /// A proxied open got no answer in time: the parent, which may look into other processes, names the proxy and
+    /// replaces it when it is reach's alone (`ProxyWatch.answer`), before the state with the error that follows.
+    case proxySilent(ProxySilence)
 }
 
 /// The bounds the parent applies to a worker's frames, and the bounds it holds decoded states to.

@@ -124,7 +124,7 @@ public final class Namespace: @unchecked Sendable {
     }
 
     /// Alive and not a zombie (a proxy whose parent exited is reparented, and a zombie counts as ended).
-    static func alive(_ pid: pid_t) -> Bool {
+    public static func alive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else { return false }
