@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ReachLog
 import ReachTestSupport
 import Testing
 @testable import ReachModem
