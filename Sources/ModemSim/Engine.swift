@@ -33,6 +33,8 @@ public struct ModemEngine: Sendable {
     var mbimAssembler = MBIMAssembler()
     /// Request-triggered faults in force, and close faults waiting for a request count.
     public private(set) var faults: [FaultRule] = []
+    /// Requests the modem refuses (the scenario's `refuse`, replaced by a `refuse` operation); faults leave them.
+    public private(set) var refusals: [Refusal]
     var closeAt: [(requests: Int, reopenAfterMs: UInt64?)] = []
     var timelineIndex = 0
     var pending: [(due: UInt64, seq: Int, action: EngineAction)] = []
@@ -42,6 +44,8 @@ public struct ModemEngine: Sendable {
     /// Requests answered (fault-free or not), and per message, for `{"query": "stats"}` and close faults.
     public private(set) var answered = 0
     public private(set) var requestCounts: [String: Int] = [:]
+    /// Requests refused per message (a `refuse` entry matched).
+    public private(set) var refusedCounts: [String: Int] = [:]
     public private(set) var indicationsSent = 0
     var started = false
     /// Damages answers on purpose (`--garbage` / `--mutate`); nil for an honest modem.
@@ -55,6 +59,7 @@ public struct ModemEngine: Sendable {
         self.scenario = s
         self.modemProtocol = s.modemProtocol
         self.state = s.state
+        self.refusals = s.refusals
         self.replayer = capture.map(Replayer.init)
         self.replayOnly = scenario == nil
         self.rng = SplitMix64(seed: s.seed)
@@ -137,6 +142,11 @@ public struct ModemEngine: Sendable {
             out.append(.log("faults cleared"))
         }
         for rule in op.faults { out += arm(rule, now: now) }
+        if let refuse = op.refuse {
+            refusals = refuse
+            out.append(.log("refusing: " + (refuse.isEmpty ? "nothing" : refuse.map { "\($0.message) \($0.action)" }
+                .joined(separator: ", "))))
+        }
         var changed: StateAspects = []
         if let patch = op.set { changed = state.apply(patch) }
         if op.indicate { changed = .all }
@@ -231,9 +241,15 @@ public struct ModemEngine: Sendable {
         return out
     }
 
-    /// The faults that apply to a request, taking one use from each counted rule.
-    private mutating func matchingFaults(_ matches: (MessageSelector) -> Bool) -> [FaultRule.Action] {
+    /// The refusal of the request, if any, then the faults that apply to it, taking one use from each counted rule.
+    private mutating func matchingFaults(
+        _ name: String, _ matches: (MessageSelector) -> Bool
+    ) -> [FaultRule.Action] {
         var actions: [FaultRule.Action] = []
+        if let refusal = refusals.first(where: { matches($0.message) }) {
+            refusedCounts[name, default: 0] += 1
+            actions.append(refusal.action)
+        }
         for i in faults.indices where faults[i].trigger == .request && faults[i].count != 0 {
             guard faults[i].messages?.contains(where: matches) ?? true else { continue }
             actions.append(faults[i].action)
@@ -269,7 +285,7 @@ public struct ModemEngine: Sendable {
         guard request.kind == .request else { return out + [.log("ignored: the host sent a \(request.kind)")] }
         let selectorName = MessageSelector.qmi(service: request.service, message: request.messageID).description
         requestCounts[selectorName, default: 0] += 1
-        let actions = matchingFaults { sel in
+        let actions = matchingFaults(selectorName) { sel in
             guard case let .qmi(s, m) = sel else { return false }
             return s == request.service && (m == nil || m == request.messageID)
         }
@@ -311,7 +327,7 @@ public struct ModemEngine: Sendable {
         default: key = nil
         }
         if let key { requestCounts[key.description, default: 0] += 1 }
-        let actions = matchingFaults { sel in
+        let actions = matchingFaults(key?.description ?? "") { sel in
             switch (sel, key) {
             case (.mbimOpen, .mbimOpen?), (.mbimClose, .mbimClose?): return true
             case let (.mbim(s, c), .mbim(ks, kc)?): return s == ks && (c == nil || c == kc)
@@ -452,6 +468,7 @@ public struct ModemEngine: Sendable {
     public var statsJSON: JSON {
         .object([
             ("requests", .object(requestCounts.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) })),
+            ("refused", .object(refusedCounts.sorted { $0.key < $1.key }.map { ($0.key, JSON.int($0.value)) })),
             ("answered", .int(answered)),
             ("indications", .int(indicationsSent)),
             ("faults_armed", .int(faults.count + closeAt.count)),

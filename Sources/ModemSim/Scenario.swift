@@ -376,11 +376,28 @@ public struct FaultRule: Sendable, Equatable {
     }
 }
 
+/// A request the modem refuses for as long as it runs, as firmware refuses optional requests it lacks: an error
+/// answer (QMI NotSupported / InvalidQmiCommand, MBIM NoDeviceSupport) or none at all. Unlike a fault, `{"fault":
+/// "clear"}` leaves it in force: it is what the firmware is, not something that happens to it.
+public struct Refusal: Sendable, Equatable {
+    /// One message (QMI service and message id, MBIM service and CID).
+    public var message: MessageSelector
+    /// `.error(code:)` or `.silence`.
+    public var action: FaultRule.Action
+
+    public init(_ message: MessageSelector, _ action: FaultRule.Action) {
+        self.message = message
+        self.action = action
+    }
+}
+
 /// What a timeline step or a control line does.
 public struct Operation: Sendable, Equatable {
     public var set: StatePatch?
     public var faults: [FaultRule] = []
     public var clearFaults = false
+    /// Replaces the refused requests (`[]`: the modem answers everything again); nil leaves them.
+    public var refuse: [Refusal]?
     /// Emit every indication now, changed or not.
     public var indicate = false
     /// Change the state without any indication (firmware that announces late or never).
@@ -414,6 +431,8 @@ public struct Scenario: Sendable, Equatable {
     public var mbim: MBIMOptions
     public var timeline: [TimelineStep]
     public var faults: [FaultRule]
+    /// Requests the modem refuses from the start (`refuse`).
+    public var refusals: [Refusal]
     /// Seeds the garbage-byte generator.
     public var seed: UInt64
 
@@ -421,7 +440,8 @@ public struct Scenario: Sendable, Equatable {
         modemProtocol: ModemProtocol, description: String = "", device: DeviceInfo = DeviceInfo(),
         identifiers: Identifiers = Identifiers(), homeOperator: NetworkOperator? = nil,
         state: SimulatedState = SimulatedState(), mbimex: MBIMExVersion = .v1, qmi: QMIOptions = QMIOptions(),
-        mbim: MBIMOptions = MBIMOptions(), timeline: [TimelineStep] = [], faults: [FaultRule] = [], seed: UInt64 = 1
+        mbim: MBIMOptions = MBIMOptions(), timeline: [TimelineStep] = [], faults: [FaultRule] = [],
+        refusals: [Refusal] = [], seed: UInt64 = 1
     ) {
         self.modemProtocol = modemProtocol
         self.description = description
@@ -434,6 +454,7 @@ public struct Scenario: Sendable, Equatable {
         self.mbim = mbim
         self.timeline = timeline
         self.faults = faults
+        self.refusals = refusals
         self.seed = seed
     }
 

@@ -122,7 +122,7 @@ public enum ScenarioParser {
 
     static let topKeys = [
         "protocol", "description", "device", "sim", "identifiers", "home_operator", "state", "mbimex", "qmi",
-        "mbim", "timeline", "faults", "seed", "signal_walk",
+        "mbim", "timeline", "faults", "refuse", "seed", "signal_walk",
     ]
 
     static func scenario(_ node: Node) throws(ScenarioError) -> Scenario {
@@ -155,6 +155,7 @@ public enum ScenarioParser {
         if let n = o.optional("faults") {
             s.faults = try n.array().map { (f) throws(ScenarioError) in try fault(f, proto) }
         }
+        if let n = o.optional("refuse") { s.refusals = try refusals(n, proto) }
         if let n = o.optional("timeline") {
             var last: UInt64 = 0
             var probe = s.state
@@ -426,10 +427,10 @@ public enum ScenarioParser {
     }
 
     static func timelineStep(_ node: Node, _ proto: ModemProtocol) throws(ScenarioError) -> TimelineStep {
-        let o = try node.object(["at_ms", "set", "fault", "indicate", "quiet"])
+        let o = try node.object(["at_ms", "set", "fault", "refuse", "indicate", "quiet"])
         let at = UInt64(try o.required("at_ms").integer(in: 0...(7 * 24 * 3_600_000)))
         let op = try operation(o, proto, control: false)
-        guard op != Operation() else { throw node.fail("a step needs \"set\", \"fault\" or \"indicate\"") }
+        guard op != Operation() else { throw node.fail("a step needs \"set\", \"fault\", \"refuse\" or \"indicate\"") }
         return TimelineStep(atMs: at, operation: op)
     }
 
@@ -442,10 +443,12 @@ public enum ScenarioParser {
             throw ScenarioError("control", "not valid JSON: \(error)")
         }
         let node = Node(value: json, path: "control")
-        let o = try node.object(["set", "fault", "indicate", "quiet", "query"])
+        let o = try node.object(["set", "fault", "refuse", "indicate", "quiet", "query"])
         var op = try operation(o, proto, control: true)
         if let q = o.optional("query") { op.query = try q.oneOf([("state", "state"), ("stats", "stats")]) }
-        guard op != Operation() else { throw node.fail("expected \"set\", \"fault\", \"indicate\" or \"query\"") }
+        guard op != Operation() else {
+            throw node.fail("expected \"set\", \"fault\", \"refuse\", \"indicate\" or \"query\"")
+        }
         return op
     }
 
@@ -465,12 +468,50 @@ public enum ScenarioParser {
                 op.faults = [try fault(n, proto)]
             }
         }
+        if let n = o.optional("refuse") { op.refuse = try refusals(n, proto) }
         if let n = o.optional("indicate") { op.indicate = try n.bool() }
         if let n = o.optional("quiet") {
             op.quiet = try n.bool()
             guard op.set != nil, !op.indicate else { throw n.fail("applies to a \"set\" without \"indicate\"") }
         }
         return op
+    }
+
+    /// How a modem refuses a request. QMI: the QmiProtocolError a firmware without the message answers (libqmi
+    /// qmi-errors.h: NOT_SUPPORTED 94; INVALID_QMI_COMMAND 71 on older Qualcomm firmware). MBIM: the status of a CID
+    /// the function does not implement (MBIM 1.0 §9.4.5, MBIM_STATUS_NO_DEVICE_SUPPORT 9). Both: no answer at all.
+    /// The names are the ones qmicli and mbimcli print.
+    static func refusalAnswers(_ proto: ModemProtocol) -> [(String, FaultRule.Action)] {
+        switch proto {
+        case .qmi:
+            return [("NotSupported", .error(code: UInt32(QMIError.notSupported))),
+                    ("InvalidQmiCommand", .error(code: UInt32(QMIError.invalidQMICommand))), ("no_answer", .silence)]
+        case .mbim:
+            return [("NoDeviceSupport", .error(code: MBIMStatus.noDeviceSupport)), ("no_answer", .silence)]
+        }
+    }
+
+    /// `{"dms:uim_get_pin_status": "NotSupported", "nas:get_cell_location_info": "no_answer"}`: each key one message
+    /// (a selector with a message part), each value how it is refused.
+    static func refusals(_ node: Node, _ proto: ModemProtocol) throws(ScenarioError) -> [Refusal] {
+        guard let members = node.value.objectValue else { throw node.expected("an object") }
+        var out: [Refusal] = []
+        for (key, value) in members {
+            let item = Node(value: .string(key), path: node.path + "." + key)
+            let message = try selector(item, proto)
+            switch message {
+            case .qmi(_, nil), .mbim(_, nil):
+                throw item.fail("names a whole service; refuse one message (\"service:message\")")
+            case .mbimOpen, .mbimClose:
+                throw item.fail("OPEN and CLOSE are the session itself, not a request a modem refuses")
+            default: break
+            }
+            guard !out.contains(where: { $0.message == message }) else {
+                throw item.fail("names \(message) a second time")
+            }
+            out.append(Refusal(message, try Node(value: value, path: item.path).oneOf(refusalAnswers(proto))))
+        }
+        return out
     }
 
     static let faultKinds = ["silence", "delay", "error", "garbage", "truncate", "close"]

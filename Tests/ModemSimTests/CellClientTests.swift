@@ -10,14 +10,6 @@ import Testing
 
 @Suite(.enabled(if: Tools.clientTestsEnabled, "needs qmicli, mbimcli (scripts/setup) and a built reach-modem-sim"))
 struct CellClientTests {
-    func qmicli(_ sim: ModemSimulator, _ args: String...) async throws -> RunResult {
-        try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi"] + args, timeout: 10)
-    }
-
-    func mbimcli(_ sim: ModemSimulator, _ args: String...) async throws -> RunResult {
-        try await TestSupport.run(["mbimcli", "-d", sim.pty] + args, timeout: 10)
-    }
-
     /// LTE-A with two SCells: cells, bands and carrier aggregation as qmicli prints them.
     @Test func qmicliReadsCarrierAggregation() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte-ca")

@@ -50,6 +50,16 @@ final class RawPort: @unchecked Sendable {
         return framer.feed(bytes).compactMap { if case let .frame(f) = $0 { return try? QMIMessage.decode(f) } else { return nil } }
     }
 
+    /// Allocates a client of `service` with CTL Allocate CID; its client id.
+    func allocate(_ service: UInt8, transactionID: UInt16 = 1) async throws -> UInt8 {
+        let alloc = try await qmi(QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: transactionID,
+                                             messageID: QMIMessageID.ctlAllocateCID, tlvs: [QMITLV(0x01, [service])]))
+        guard let reply = alloc.first, reply.transactionID == transactionID, reply.tlv(0x01)?.first == service,
+            let cid = reply.tlv(0x01)?.last
+        else { throw TestFailure("allocating a client of service \(service): \(alloc.map(\.summary))") }
+        return cid
+    }
+
     /// Sends a request; returns what came back by the time a response arrived.
     func qmi(_ m: QMIMessage, timeout: Double = 3) async throws -> [QMIMessage] {
         write(m.encoded())
@@ -138,9 +148,7 @@ struct SimulatorProcessTests {
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
         defer { sim.stop() }
         let port = try RawPort(sim.pty)
-        let alloc = try await port.qmi(QMIMessage(service: QMIService.ctl, clientID: 0, kind: .request, transactionID: 1,
-                                            messageID: QMIMessageID.ctlAllocateCID, tlvs: [QMITLV(0x01, [QMIService.nas])]))
-        let cid = try #require(alloc.first?.tlv(0x01)?.last)
+        let cid = try await port.allocate(QMIService.nas)
         let reg = try await port.qmi(QMIMessage(service: QMIService.nas, clientID: cid, kind: .request, transactionID: 2,
                                           messageID: QMIMessageID.nasRegisterIndications, tlvs: [QMITLV(0x18, [1]), QMITLV(0x19, [1])]))
         #expect(reg.first?.result?.status == 0)

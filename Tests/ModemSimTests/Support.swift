@@ -57,3 +57,13 @@ extension RunResult {
         return nil
     }
 }
+
+/// qmicli on a simulator's pty (`--device-open-qmi`, as a pty needs), with a time limit.
+func qmicli(_ sim: ModemSimulator, _ args: String...) async throws -> RunResult {
+    try await TestSupport.run(["qmicli", "-d", sim.pty, "--device-open-qmi"] + args, timeout: 10)
+}
+
+/// mbimcli on a simulator's pty, with a time limit.
+func mbimcli(_ sim: ModemSimulator, _ args: String...) async throws -> RunResult {
+    try await TestSupport.run(["mbimcli", "-d", sim.pty] + args, timeout: 10)
+}
