@@ -43,6 +43,9 @@ actor ModemChannel {
     /// Optional requests the modem answered "not supported" to, with that answer: not sent again on this channel
     /// (ModemManager remembers the same, e.g. `dms_uim_deprecated` in mm-broadband-modem-qmi.c).
     var unsupportedRequests: [String: String] = [:]
+    /// Whether the last reading's request went unanswered: one silent request is that request's (firmware that
+    /// never answers one message), two in a row are the modem's.
+    private var lastReadingTimedOut = false
     /// The data-session observers (QMIDataSession.swift, MBIMDataSession.swift) and what they read.
     private var qmiData: QMIDataObserver?
     private var mbimData: MBIMDataObserver?
@@ -200,6 +203,7 @@ actor ModemChannel {
     func readAll() async -> Bool {
         state.error = nil
         state.unread = []
+        lastReadingTimedOut = false
         return await step { s in
             switch s {
             case let .qmi(q):
@@ -247,7 +251,8 @@ actor ModemChannel {
     /// answering or went away.
     @discardableResult
     func poll(_ support: IndicationSupport, cells: Bool = false) async -> Bool {
-        await step { s in
+        lastReadingTimedOut = false
+        return await step { s in
             switch s {
             case let .qmi(q):
                 if !support.registration {
@@ -306,16 +311,14 @@ actor ModemChannel {
     }
 
     /// Register State, then Packet Service, each kept as soon as it is read (a Packet Service that never comes
-    /// still leaves the registration known). A device that refuses Packet Service (some do while detached) is
-    /// not an error: Register State's data classes decide then.
+    /// still leaves the registration known). A device that refuses Packet Service (some do while detached) leaves
+    /// it unread: Register State's data classes decide then.
     private func readMBIMNetwork(_ m: MBIMSession) async throws {
         try await guarded(.registration) { self.mbim.network = try await m.registration() }
         guard mbim.network != nil else { return }
-        do {
+        try await guarded(.packetService) {
             let packet = try await m.packetService()
-            mbim.network?.apply(packet)
-        } catch let e as GLibError where e.isMBIMStatusError {
-            logger.debug("MBIM Packet Service query failed", metadata: ["error": "\(e)"])
+            self.mbim.network?.apply(packet)
         }
     }
 
@@ -368,13 +371,20 @@ actor ModemChannel {
         }
     }
 
-    /// Runs the request(s) behind one reading. A refusal or an unusable answer makes that reading unknown and is
-    /// listed in `state.unread` (the first reason kept); anything else (timeout, cancellation, port gone) is
-    /// rethrown to end the read.
+    /// Runs the request(s) behind one reading. A refusal, an unusable answer or one unanswered request makes that
+    /// reading unknown and is listed in `state.unread` (the first reason kept); anything else (a second silent
+    /// request in a row, cancellation, port gone) is rethrown to end the read.
     private func guarded(_ reading: UnreadReading.Reading, _ body: () async throws -> Void) async throws {
         state.unread.removeAll { $0.reading == reading }
+        let silentBefore = lastReadingTimedOut
+        lastReadingTimedOut = false
         do {
             try await body()
+        } catch let e as GLibError where e.kind == .timedOut && !silentBefore {
+            logger.debug("Modem request unanswered", metadata: ["modem.reading": "\(reading.rawValue)", "error": "\(e)"])
+            lastReadingTimedOut = true
+            forget(reading)
+            state.noteUnread(reading, ModemChannel.describe(e))
         } catch let e as GLibError where e.isQMIProtocolError || e.isMBIMStatusError || isParseError(e) {
             logger.debug("Modem request failed", metadata: ["modem.reading": "\(reading.rawValue)", "error": "\(e)"])
             forget(reading)

@@ -22,9 +22,13 @@ struct FaultCase: CustomTestStringConvertible, Sendable {
     var testDescription: String { "\(proto) \(name)" }
 }
 
-/// What a read reported of a fault: the modem's error, or the reasons of the readings it refused.
+/// What a read reported of a fault: for a refusal (or one silent request) the refused reading's reason, with no
+/// modem error; else the readings that went unread and the error that ended the read.
 func reportedFailure(_ state: ModemState, refused: UnreadReading.Reading?) -> String? {
-    guard let refused else { return state.error }
+    guard let refused else {
+        let all = state.unread.map(\.reason) + [state.error].compactMap { $0 }
+        return all.isEmpty ? nil : all.joined(separator: "; ")
+    }
     #expect(state.error == nil, "a refusal is not an unreadable modem: \(state.error ?? "")")
     return state.unread.first { $0.reading == refused }?.reason
 }
@@ -37,9 +41,9 @@ func reportedFailure(_ state: ModemState, refused: UnreadReading.Reading?) -> St
         .init(name: "silence", proto: "mbim", faults: #"["silence"]"#, errorContains: ["no answer"]),
         // A signal reply later than the request timeout: registration was read, the read stopped at the signal.
         .init(name: "slow-signal", proto: "qmi", faults: #"[{"delay": {"ms": 3000, "messages": ["nas:get_signal_info"]}}]"#,
-              errorContains: ["qmi_client_nas_get_signal_info", "no answer"], registrationRead: true),
+              errorContains: ["qmi_client_nas_get_signal_info", "no answer"], registrationRead: true, refused: .signal),
         .init(name: "slow-signal", proto: "mbim", faults: #"[{"delay": {"ms": 3000, "messages": ["basic_connect:signal_state"]}}]"#,
-              errorContains: ["signal_state", "no answer"], registrationRead: true),
+              errorContains: ["signal_state", "no answer"], registrationRead: true, refused: .signal),
         // Error statuses: the failed request is named; the others are still read.
         .init(name: "error-status", proto: "qmi", faults: #"[{"error": {"status": "INTERNAL", "messages": ["nas:get_signal_info"]}}]"#,
               errorContains: ["qmi_client_nas_get_signal_info"], registrationRead: true, refused: .signal),
@@ -211,7 +215,7 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
 @Suite struct ShippedFaultScenarioTests {
     static let cases: [ShippedFault] = [
         .init(file: "qmi-fault-silent-signal", timeout: .seconds(1), error: ["qmi_client_nas_get_signal_info", "no answer"],
-              generation: .g4),
+              generation: .g4, refused: .signal),
         .init(file: "qmi-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
         .init(file: "qmi-fault-error-status", timeout: .seconds(1), error: ["qmi_client_nas_get_system_info", "DeviceNotReady"],
               generation: Generation.none, refused: .registration),
@@ -220,7 +224,8 @@ struct ShippedFault: CustomTestStringConvertible, Sendable {
               generation: Generation.none, recovers: true),
         .init(file: "qmi-fault-close-after-requests", timeout: .seconds(1), error: ["hung up"], generation: nil,
               present: false, recovers: true),
-        .init(file: "mbim-fault-silent-signal", timeout: .seconds(1), error: ["signal_state", "no answer"], generation: .g4),
+        .init(file: "mbim-fault-silent-signal", timeout: .seconds(1), error: ["signal_state", "no answer"], generation: .g4,
+              refused: .signal),
         .init(file: "mbim-fault-slow-replies", timeout: .seconds(5), error: nil, generation: .g4),
         .init(file: "mbim-fault-error-status", timeout: .seconds(1), error: ["register_state"], generation: Generation.none,
               refused: .registration),
