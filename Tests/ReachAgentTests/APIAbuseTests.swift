@@ -188,7 +188,10 @@ import Testing
         #expect((outputs["line_handoff_cpu_max_ms"]?.doubleValue ?? 1e9) < 5, "\(outputs.serialized())")
         #expect((outputs["change_line_delay_max_ms"]?.doubleValue ?? 1e9) < 1000, "\(outputs.serialized())")
         // Bounded memory: what the crowds cost the agent.
-        #expect(rssBefore > 0 && rssCrowded - rssBefore < Self.memoryBoundKiB, "RSS \(rssBefore) KiB, with the crowds \(rssCrowded) KiB")
+        #expect(rssBefore > 0, "no resident set read")
+        if !TestSupport.sanitized {
+            #expect(rssCrowded - rssBefore < Self.memoryBoundKiB, "RSS \(rssBefore) KiB, with the crowds \(rssCrowded) KiB")
+        }
         print("API abuse: root GetStatus \(rootCalls.serialized()); group \(groupCalls.serialized()); agent RSS \(rssBefore) KiB, "
               + "with 280 connections tried by 6 uids (24 held) \(rssCrowded) KiB; Varlink \(outputs["varlink"]?.serialized() ?? "-"); "
               + "change line delay max \(outputs["change_line_delay_max_ms"]?.doubleValue ?? -1) ms")

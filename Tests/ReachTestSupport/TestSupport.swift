@@ -98,6 +98,17 @@ public enum TestSupport {
 
     public static var isRoot: Bool { getuid() == 0 }
 
+    /// A sanitizer stage (scripts/test asan and tsan set ASAN_OPTIONS / TSAN_OPTIONS): the instrumented code runs
+    /// several times slower and AddressSanitizer's quarantine holds freed memory, so wall-time bounds get
+    /// `timingSlack` and resident-set bounds are left to the unit and shipped stages, which check them as set.
+    public static var sanitized: Bool {
+        let env = ProcessInfo.processInfo.environment
+        return env["ASAN_OPTIONS"] != nil || env["TSAN_OPTIONS"] != nil
+    }
+
+    /// The factor a wall-time bound is stretched by: 3 in a sanitizer stage, else 1.
+    public static var timingSlack: Double { sanitized ? 3 : 1 }
+
     /// CI (REACH_REQUIRE_PRIVILEGED=1): tests that need root, namespaces or external tools must run, never skip.
     public static var requirePrivileged: Bool { ProcessInfo.processInfo.environment["REACH_REQUIRE_PRIVILEGED"] == "1" }
 
