@@ -45,6 +45,7 @@ actor ModemChannel {
     var unsupportedRequests: [String: String] = [:]
     /// Whether the last reading's request went unanswered: one silent request is that request's (firmware that
     /// never answers one message), two in a row are the modem's.
+    /// Reset by `step`: each read starts with the modem taken as answering.
     private var lastReadingTimedOut = false
     /// The data-session observers (QMIDataSession.swift, MBIMDataSession.swift) and what they read.
     private var qmiData: QMIDataObserver?
@@ -203,7 +204,6 @@ actor ModemChannel {
     func readAll() async -> Bool {
         state.error = nil
         state.unread = []
-        lastReadingTimedOut = false
         return await step { s in
             switch s {
             case let .qmi(q):
@@ -251,8 +251,7 @@ actor ModemChannel {
     /// answering or went away.
     @discardableResult
     func poll(_ support: IndicationSupport, cells: Bool = false) async -> Bool {
-        lastReadingTimedOut = false
-        return await step { s in
+        await step { s in
             switch s {
             case let .qmi(q):
                 if !support.registration {
@@ -425,6 +424,7 @@ actor ModemChannel {
     /// Runs a read, then derives the state from the readings; a transport failure ends up in `state` and makes
     /// the result false.
     private func step(_ body: (Session) async throws -> Void) async -> Bool {
+        lastReadingTimedOut = false
         var ok = true
         do {
             try await body(session)
