@@ -157,7 +157,7 @@ public enum DiagChecks {
                 continue
             }
             let model = [m.manufacturer, m.model].compactMap { $0 }.joined(separator: " ")
-            let refused = m.unread.isEmpty ? "" : "; refused: " + m.unread.map(\.reading.words).joined(separator: ", ")
+            let refused = m.unread.isEmpty ? "" : "; refused: " + m.unreadWords
             out.append(
                 DiagCheck(
                     id + ".present", "Modem \(m.device) present and answering", .ok,

@@ -129,6 +129,9 @@ public struct ModemState: Sendable, Equatable, Codable {
         self.unread = []
     }
 
+    /// The readings the modem refused, for people ("SIM status, signal"); empty when none.
+    public var unreadWords: String { unread.map(\.reading.words).joined(separator: ", ") }
+
     /// Records that `reading` could not be read (the first reason for each reading is kept).
     public mutating func noteUnread(_ reading: UnreadReading.Reading, _ reason: String) {
         guard !unread.contains(where: { $0.reading == reading }) else { return }

@@ -127,7 +127,7 @@ public enum SnapshotText {
             if let session = m.dataSession { parts.append("data \(session.rawValue)") }
         }
         if let e = m.error { parts.append("error: \(e)") }
-        if !m.unread.isEmpty { parts.append("not read: " + m.unread.map(\.reading.words).joined(separator: ", ")) }
+        if !m.unread.isEmpty { parts.append("not read: " + m.unreadWords) }
         return parts.joined(separator: "  ")
     }
 

@@ -72,7 +72,7 @@ public enum WWANPath {
     /// The check of a route over `interface`, which `modem` carries.
     public static func check(interface: String, modem m: ModemState) -> ModemCheck {
         let notRead = m.unread.map(\.reading)
-        let unreadNote = notRead.isEmpty ? "" : " (could not read: \(notRead.map(\.words).joined(separator: ", ")))"
+        let unreadNote = notRead.isEmpty ? "" : " (could not read: \(m.unreadWords))"
         func result(_ r: ModemCheck.Result, _ why: String?) -> ModemCheck {
             ModemCheck(
                 interface: interface, device: m.device, result: r, reason: why.map { "\(interface): \($0)\(unreadNote)" },
