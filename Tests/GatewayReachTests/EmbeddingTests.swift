@@ -21,8 +21,7 @@ import Testing
         return scratch + "/debug/reach-embed"
     }
 
-    @Test func anotherPackageWatchesTheRouteThroughNotifyAndUpdates() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func anotherPackageWatchesTheRouteThroughNotifyAndUpdates() async throws {
         let binary = try await Self.build()
         let ns = try Namespace("embed")
         try ns.ip("link", "add", "eth0", "type", "veth", "peer", "name", "up0")

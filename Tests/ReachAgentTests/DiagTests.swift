@@ -205,8 +205,7 @@ import Testing
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)  // the standard check value
     }
 
-    @Test func diagCommandInANamespaceWithAGatewayThatAnswers() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func diagCommandInANamespaceWithAGatewayThatAnswers() async throws {
         let ns = try EndToEndTests.namespace()
         // The gateway 192.0.2.1 is veth1 moved into a second namespace of ours; a ping fills the neighbour table.
         let gw = try Namespace("gw")

@@ -36,8 +36,7 @@ import Testing
 @Suite struct SignalCommandTests {
     /// `signal --json --count 3` through qmi-proxy: three samples one second apart, each shaped like status's
     /// `wwan` entries (cell and carriers included), identifiers absent.
-    @Test func jsonCountThreeThroughTheProxy() async throws {
-        guard TestSupport.privileged("reach signal through qmi-proxy") else { return }
+    @Test(.needsRoot) func jsonCountThreeThroughTheProxy() async throws {
         let ns = try Namespace("sig")
         defer { ns.delete() }
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte-ca")
@@ -133,10 +132,7 @@ final class TmuxPane: @unchecked Sendable {
     /// qmi-proxy: the numbers, bars, peak hold and sparkline follow every step; the modem is pulled and comes back;
     /// Ctrl-C leaves the terminal as it was (cursor shown, main screen, line discipline untouched) with the last
     /// screen in the scrollback.
-    @Test func liveViewFollowsTheWalk() async throws {
-        guard TestSupport.privileged("the live view through qmi-proxy"),
-            TestSupport.requirement(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")
-        else { return }
+    @Test(.needsRoot, .needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")) func liveViewFollowsTheWalk() async throws {
         let ns = try Namespace("live")
         defer { ns.delete() }
         let scenario = try String(contentsOfFile: TestPaths.scenarios + "/qmi-timeline-signal-walk.json", encoding: .utf8)

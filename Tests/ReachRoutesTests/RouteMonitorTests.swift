@@ -79,8 +79,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
 }
 
 @Suite(.serialized) struct RouteMonitorTests {
-    @Test func hearsLinksAddressesAndRoutes() async throws {
-        guard TestSupport.privileged("RouteMonitor") else { return }
+    @Test(.needsRoot) func hearsLinksAddressesAndRoutes() async throws {
         let ns = try Namespace("mon")
         let monitor = try await startedMonitor(in: ns)
         // Its socket is in the namespace, and no thread of ours is.
@@ -128,8 +127,7 @@ func collect(_ stream: AsyncStream<RouteEvent>, timeout: Double, until: @escapin
     /// A receive buffer far too small for 3000 route notices that arrive while the monitor is subscribed but not yet
     /// reading: the kernel drops some (ENOBUFS) and the monitor must say so with `.resync` instead of going on as if
     /// nothing was lost.
-    @Test func overrunAsksForAResync() async throws {
-        guard TestSupport.privileged("RouteMonitor overrun") else { return }
+    @Test(.needsRoot) func overrunAsksForAResync() async throws {
         let ns = try Namespace("flood")
         // Nothing but the routes below may reach the subscribed socket: IPv6 off (no link-local addresses, DAD or
         // multicast routes) and the links' carrier settled (linkwatch has sent its notices, "state UP") before it

@@ -93,11 +93,6 @@ public final class Scratch {
     }
 }
 
-/// Device nodes, lchown and other users' files need root (CI runs as root; elsewhere the test says it skipped).
-public func rootOnly(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-    TestSupport.requirement(TestSupport.isRoot, "root (\(what))", sourceLocation: sourceLocation)
-}
-
 /// nobody: the owner of a link a hostile local user planted.
 public let nobody: uid_t = 65534
 
