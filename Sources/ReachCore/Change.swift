@@ -28,7 +28,7 @@ public struct ChangePolicy: Sendable, Equatable {
     }
 
     /// The defaults of config/reach.json; README.md ("Change detection") justifies them.
-    public static let standard = ChangePolicy(holdDown: .seconds(5), barHysteresisDB: 3)
+    public static let standard = ChangePolicy(holdDown: Defaults.duration(Defaults.holdDownSeconds), barHysteresisDB: Defaults.barHysteresisDB)
     /// Every change at once, no hysteresis: what a plain "diff the snapshots" would do.
     public static let immediate = ChangePolicy(holdDown: .zero, barHysteresisDB: 0)
 }

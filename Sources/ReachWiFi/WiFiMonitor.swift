@@ -33,7 +33,7 @@ public final class WiFiMonitor: Sendable {
         public var singleThresholdOnly: Bool
 
         public init(
-            interface: String? = nil, pollInterval: Duration = .seconds(30),
+            interface: String? = nil, pollInterval: Duration = Defaults.duration(Defaults.wifiPollIntervalSeconds),
             fallbackPollInterval: Duration = .seconds(5),
             signalThresholds: [Int32] = SignalThresholdPlan.barBoundaries, hysteresis: UInt32 = 2,
             singleThresholdOnly: Bool = false
