@@ -150,26 +150,35 @@ import Testing
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
         }
         let port = Int(UInt16(bigEndian: addr.sin_port))
-        // A one-shot responder: echo the query back as a NOERROR response.
-        let responder = Thread {
-            var buf = [UInt8](repeating: 0, count: 512)
-            var peer = sockaddr_storage()
-            var plen = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let n = withUnsafeMutablePointer(to: &peer) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buf, buf.count, 0, $0, &plen) }
-            }
-            guard n >= 12 else { return }
-            buf[2] |= 0x80
-            buf[3] = 0
-            _ = withUnsafePointer(to: &peer) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buf, n, 0, $0, plen) }
-            }
+        // A one-shot responder: the query back as a NOERROR response, changed by `edit` first.
+        func respondOnce(_ edit: @escaping @Sendable (inout [UInt8]) -> Void) {
+            Thread {
+                var buf = [UInt8](repeating: 0, count: 512)
+                var peer = sockaddr_storage()
+                var plen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                let n = withUnsafeMutablePointer(to: &peer) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buf, buf.count, 0, $0, &plen) }
+                }
+                guard n >= 12 + 13 else { return }
+                buf[2] |= 0x80
+                buf[3] = 0
+                edit(&buf)
+                _ = withUnsafePointer(to: &peer) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buf, n, 0, $0, plen) }
+                }
+            }.start()
         }
-        responder.start()
+        respondOnce { _ in }
         let r = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 2, query: "example.net"))
         #expect(r.ok, "\(r.detail)")
         #expect(r.detail.contains("NOERROR"))
-        // Nobody answers now: a timeout, reported as a failure.
+        // A reply with our id to another question (the last byte of the name changed) is not an answer: diag's probe
+        // is validation's, which checks the question too (RFC 5452 §9.1).
+        respondOnce { $0[12 + 11] ^= 0x01 }  // "example.net": the 't' of "net" becomes 'u'
+        let other = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 0.5, query: "example.net"))
+        #expect(!other.ok, "\(other.detail)")
+        #expect(other.detail.contains("timed out"), "\(other.detail)")
+        // Nobody answers: a timeout, reported as a failure.
         let silent = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 0.3))
         #expect(!silent.ok)
     }
