@@ -82,7 +82,7 @@ public final class HookRunner: Sendable {
     public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
         guard let wake = SelfPipe() else { return nil }
         let runner = HookRunner(settings: settings, logger: logger, wake: wake)
-        guard startThread({ runner.run() }) else { return nil }
+        guard startThread("hooks", { runner.run() }) else { return nil }
         return runner
     }
 

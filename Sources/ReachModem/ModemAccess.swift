@@ -248,7 +248,7 @@ enum ProxyLauncher {
 
     /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
     private static func reapLater(_ pid: pid_t) {
-        startThread {
+        startThread("reap") {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }

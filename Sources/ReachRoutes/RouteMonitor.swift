@@ -112,7 +112,7 @@ private final class Worker: @unchecked Sendable {
         // The thread holds its own reference to the worker and ends by itself once woken: nobody joins it, because
         // `stop` runs from the stream's onTermination, under the Swift runtime's task lock, which the thread's own
         // `continuation.finish()` needs. (EAGAIN is the one way pthread_create fails without attributes.)
-        guard startThread({ [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
+        guard startThread("routes", { [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
         state.withLock { $0 = (true, false) }
     }
 

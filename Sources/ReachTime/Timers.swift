@@ -103,7 +103,7 @@ public final class Timers: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
         let wake = fds[0]
-        guard ReachFiles.startThread({ timers.run(wake: wake) }) else {
+        guard ReachFiles.startThread("timers", { timers.run(wake: wake) }) else {
             close(fds[0])
             close(fds[1])
             return nil

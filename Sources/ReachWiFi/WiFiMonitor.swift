@@ -104,7 +104,7 @@ public final class WiFiMonitor: Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
         // No thread to be had: the loop runs here, as the monitor cannot work without it.
-        if !startThread({ loop.run() }) { loop.run() }
+        if !startThread("wifi", { loop.run() }) { loop.run() }
     }
 
     /// A monitor of one interface (or all, for nil) with the default options.
