@@ -6,7 +6,7 @@
 
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachTime
 import Synchronization
 

@@ -15,7 +15,7 @@ import Glibc
 import Musl
 #endif
 import ReachCore
-import ReachFiles
+import ReachSystem
 
 /// How a port is to be opened, and why when that is not the configured way.
 struct AccessPlan: Sendable, Equatable {

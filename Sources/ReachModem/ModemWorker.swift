@@ -10,7 +10,7 @@
 
 import CGLibShims
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachLog
 import ReachTime
 import Synchronization

@@ -8,7 +8,7 @@
 
 import CGLibShims
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachGLib
 import ReachLog
 import Synchronization

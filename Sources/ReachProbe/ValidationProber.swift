@@ -4,7 +4,7 @@
 
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 
 public enum ValidationProber {
     /// The DNS servers `interface` was given, where a network manager wrote them down per interface

@@ -7,7 +7,7 @@
 
 import CNetlinkShims
 import Glibc
-import ReachFiles
+import ReachSystem
 import ReachCore
 import Synchronization
 

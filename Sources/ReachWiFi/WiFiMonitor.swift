@@ -15,7 +15,7 @@
 import CNetlinkShims
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 import Synchronization
 
 public final class WiFiMonitor: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachTestSupport
 import Testing
 

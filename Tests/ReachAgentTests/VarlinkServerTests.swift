@@ -1,7 +1,7 @@
 import Foundation
 @testable import ReachAgent
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachLog
 import ReachTestSupport
 import Testing

@@ -2,7 +2,7 @@
 // where reach writes: symbolic links, private copies of device nodes (mknod), FIFOs and listening sockets.
 
 import Foundation
-import ReachFiles
+import ReachSystem
 import Testing
 
 public final class Scratch {

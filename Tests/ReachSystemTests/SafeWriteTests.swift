@@ -1,5 +1,5 @@
 import Foundation
-@testable import ReachFiles
+@testable import ReachSystem
 import ReachTestSupport
 import Testing
 

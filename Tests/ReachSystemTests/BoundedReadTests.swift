@@ -1,5 +1,5 @@
 import Foundation
-import ReachFiles
+import ReachSystem
 import ReachTestSupport
 import Testing
 

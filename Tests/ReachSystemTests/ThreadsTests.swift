@@ -1,5 +1,5 @@
 import Foundation
-import ReachFiles
+import ReachSystem
 import Synchronization
 import Testing
 
