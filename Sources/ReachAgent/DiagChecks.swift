@@ -140,7 +140,8 @@ public enum DiagChecks {
             return [DiagCheck("modem", "Modem present and answering", .skip, s.wwanSource.reason ?? "WWAN not available")]
         }
         guard !s.wwan.isEmpty else {
-            return [DiagCheck("modem", "Modem present and answering", .skip, "no modem found")]
+            return [DiagCheck(
+                "modem", "Modem present and answering", .skip, "no modem found (looked at \(SnapshotText.modemSearchPlaces))")]
         }
         var out: [DiagCheck] = []
         for m in s.wwan {

@@ -88,6 +88,14 @@ import Testing
         #expect(registration?.hint == RejectCause.hint(15))
     }
 
+    /// Modems on and none found: the skip says where discovery looked, as `reach status` does.
+    @Test func noModemSaysWhereItLooked() {
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet))))
+        let modem = checks.first { $0.id == "modem" }
+        #expect(modem?.status == .skip)
+        #expect(modem?.detail == "no modem found (looked at /sys/class/usbmisc/cdc-wdm*, /sys/class/wwan)", "\(String(describing: modem))")
+    }
+
     /// A modem that never reports packet service is not taken as attached, however well its interface looks.
     @Test func unreportedPacketServiceIsNoAttach() {
         let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [Self.modem(attached: nil)])))
