@@ -51,6 +51,9 @@ import Testing
 
         func signal(_ s: Int32) { child.signal(s) }
 
+        /// What the agent has logged so far.
+        var log: String { child.errorText }
+
         var isRunning: Bool { child.isRunning }
 
         /// SIGTERM, up to 10 s to exit (then SIGKILL: a hang shows as 137); the exit status and everything the agent

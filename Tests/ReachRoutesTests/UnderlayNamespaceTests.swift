@@ -82,7 +82,7 @@ private func chainNames(_ j: JSON) -> [String] {
         #expect(j["route"]?["underlay"] == .object([("interface", .string("wwan0")), ("kind", .string("wwan")), ("via", .string("clat"))]))
         #expect(chainNames(j) == ["nat46", "wwan0"])
         #expect(hop(j, 1)?["remote"] == .string("64:ff9b::/96"))
-        #expect(try await text(box.host).hasPrefix("reachable over wwan via nat46 → wwan0 (on-link)\n  status wwan · medium wwan"))
+        #expect(try await text(box.host).hasPrefix("reachable over wwan via nat46 → wwan0 (on-link)\n  medium wwan · wwan"))
         // The uplinks are the physical links: nat46's IPv4 default counts for wwan0, which it rides on.
         let uplinks = j["uplinks"]?.arrayValue ?? []
         #expect(uplinks.map { $0["interface"] } == [.string("wwan0")])

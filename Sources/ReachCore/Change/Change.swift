@@ -399,8 +399,10 @@ public enum ChangeReason {
         if let previous, let current {
             let transitions: [(ChangeField, String, String, String)] = [
                 (.wwanStatus, "wwan", previous.wwanStatus.name, current.wwanStatus.name),
-                (.status, "status", previous.status.rawValue, current.status.rawValue),
+                // The medium before YYReachability's status: "medium wifi→ethernet" is what an installer reads;
+                // the status (whose "wifi" covers Ethernet) only when the medium did not change, named as iOS's.
                 (.medium, "medium", previous.medium.rawValue, current.medium.rawValue),
+                (.status, "iOS status", previous.status.rawValue, current.status.rawValue),
             ]
             for (field, label, from, to) in transitions where changed.contains(field) {
                 let arrow = "\(from)→\(to)"
