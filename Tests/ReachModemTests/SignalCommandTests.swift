@@ -182,9 +182,8 @@ final class TmuxPane: @unchecked Sendable {
     /// Issue 31: at 60 and 80 columns, in a real terminal, against the simulator: a rise of 11 dB shows whole ("Δ +11
     /// dB", which 60 columns cut to "Δ +1"), a gone modem's line ends in "waiting for it", no line is wider than
     /// the terminal, and `q` quits with 0, leaving the terminal as it was.
-    @Test(arguments: [60, 80])
+    @Test(.needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)"), arguments: [60, 80])
     func narrowTerminalAndQuitKey(width: Int) async throws {
-        guard TestSupport.requirement(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)") else { return }
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")  // RSRP -95 dBm
         let command = "\(TestPaths.reach) signal --interval 0.3 --no-wifi --modem-access direct --modem \(sim.link):qmi;"
             + " echo EXIT=$?; stty -a; sleep 120"
@@ -214,8 +213,7 @@ final class TmuxPane: @unchecked Sendable {
     }
 
     /// A modem that does not answer (a pty nobody serves): the screen says at once which port is being opened.
-    @Test func somethingOnScreenWhileAModemOpens() async throws {
-        guard TestSupport.requirement(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)") else { return }
+    @Test(.needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")) func somethingOnScreenWhileAModemOpens() async throws {
         // A raw pty whose master nobody reads: requests go unanswered, as with a modem that hangs while it opens.
         var master: Int32 = -1
         var slave: Int32 = -1
