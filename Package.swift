@@ -111,8 +111,8 @@ let package = Package(
         .testTarget(name: "ReachLogTests", dependencies: ["ReachLog"]),
         // Planted symbolic links, device nodes (mknod), FIFOs and sockets in a directory of the test's own.
         .testTarget(name: "ReachSystemTests", dependencies: ["ReachSystem", "ReachTestSupport"]),
-        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
-        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
+        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "CNetlinkShims", "ReachTestSupport", "reach"]),
+        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims", "ReachTestSupport"]),
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
         // built reach-modem-sim driven by Debian's qmicli/mbimcli.
         .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM", "ReachTestSupport"]),

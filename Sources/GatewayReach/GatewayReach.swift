@@ -93,7 +93,7 @@ extension RouteView {
         var view = RouteView()
         let resolver: RouteResolver
         do {
-            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
+            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides, oneAnswer: true)
         } catch {
             view.error = error.description
             return view
