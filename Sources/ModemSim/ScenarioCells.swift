@@ -241,8 +241,10 @@ extension ScenarioParser {
         }
         var signals: [(SignalMeasurement, SignalMeasurement?)] = []
         for s in stepNodes {
-            let (serving, nr) = try signal(s)
-            signals.append((serving.applied(to: initial.signal), nr.map { $0.map { $0.applied(to: initial.nrSignal ?? SignalMeasurement()) } } ?? initial.nrSignal))
+            let (serving, nrPatch) = try signal(s)
+            var nr = initial.nrSignal
+            if let nrPatch { nr = nrPatch.map { $0.applied(to: initial.nrSignal ?? SignalMeasurement()) } }
+            signals.append((serving.applied(to: initial.signal), nr))
         }
         var out: [TimelineStep] = []
         for r in 0..<times {
