@@ -57,8 +57,7 @@ import Testing
     /// The README's modem embedding, as the example does it: a modem port named with its protocol and the netdev it
     /// carries (`ModemPortSpec`), read in a worker process of the program's own (the opt-in), through `refresh()`, the
     /// one-shot `GatewayReach.status` and a running instance that sees the data session drop.
-    @Test func anotherPackageReadsAModemThroughItsWorker() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot, .needsSimulator) func anotherPackageReadsAModemThroughItsWorker() async throws {
         let binary = try await Self.build()
         let ns = try Namespace("embed-wwan")
         defer { ns.delete() }
