@@ -27,7 +27,7 @@ public struct ChangePolicy: Sendable, Equatable {
         self.barHysteresisDB = barHysteresisDB
     }
 
-    /// The defaults of config/reach.json; README.md ("Change detection") justifies them.
+    /// The defaults of config/reach.json; docs/how-it-works.md ("Change detection") justifies them.
     public static let standard = ChangePolicy(holdDown: Defaults.duration(Defaults.holdDownSeconds), barHysteresisDB: Defaults.barHysteresisDB)
     /// Every change at once, no hysteresis: what a plain "diff the snapshots" would do.
     public static let immediate = ChangePolicy(holdDown: .zero, barHysteresisDB: 0)
