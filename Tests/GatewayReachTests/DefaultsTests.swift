@@ -7,14 +7,18 @@ import Testing
 /// One table of defaults (`Defaults`): the configuration reader, the library's options and the configuration
 /// reference all say the same.
 @Suite struct DefaultsTests {
-    /// The file whose table documents every configuration key.
-    static let reference = "README.md"
+    /// The file whose table documents every configuration key: the man page reach.json(5), written in Markdown.
+    static let reference = "docs/reach.json.5.md"
 
-    /// The "default" column of the reference's key table, by key (a row `| \`key\` | default | meaning |`).
+    /// The "default" column of the reference's key table, by key (a row `| \`key\` | default | meaning |`). The
+    /// table is the one under the header `| key | default | meaning |`; the page's other tables (the JSON schema's)
+    /// name keys too, some the same (`uplinks`), and are not read.
     static func documentedDefaults() throws -> [String: String] {
         let text = try String(contentsOfFile: TestPaths.repo + "/" + reference, encoding: .utf8)
         var rows: [String: String] = [:]
-        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+        let table = text.components(separatedBy: "\n| key | default | meaning |\n").dropFirst().first?
+            .split(separator: "\n").prefix { $0.hasPrefix("|") } ?? []
+        for line in table where line.hasPrefix("| `") {
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
                 $0.trimmingCharacters(in: .whitespaces)
             }

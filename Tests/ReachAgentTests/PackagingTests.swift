@@ -22,7 +22,9 @@ import Testing
         let unit = try String(contentsOfFile: Self.root + "/config/reach.service", encoding: .utf8)
             .replacingOccurrences(of: "/usr/bin/reach", with: TestPaths.reach)
         try unit.write(toFile: dir + "/reach.service", atomically: true, encoding: .utf8)
-        let r = try await TestSupport.run(["systemd-analyze", "verify", dir + "/reach.service"])
+        // --man=no: the unit's Documentation= names reach(8) and reach.json(5), which the Debian package installs
+        // and a build tree does not (docs/*.md are their sources).
+        let r = try await TestSupport.run(["systemd-analyze", "verify", "--man=no", dir + "/reach.service"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!r.stderr.contains("reach.service"), "\(r.stderr)")
         for key in ["NoNewPrivileges=yes", "ProtectSystem=strict", "ReadWritePaths=/var/log/reach",
@@ -74,5 +76,54 @@ import Testing
         #expect(initScript.contains("PROG=/opt/reach/bin/reach"))
         let bad = try await TestSupport.run([Self.root + "/scripts/install", "--init", "upstart"])
         #expect(bad.status == 64)
+    }
+
+    /// The long options of `reach COMMAND --help` (an empty command: the top level's, which runs `status`).
+    static func helpOptions(_ command: String) async throws -> Set<String> {
+        let r = try await TestSupport.run([TestPaths.reach] + (command.isEmpty ? [] : [command]) + ["--help"])
+        #expect(r.status == 0, "\(r.stderr)")
+        var options = Set<String>()
+        for line in r.stdout.split(separator: "\n") {
+            // "  --name VALUE  help" or "  -h, --help  help"
+            let words = line.split(separator: " ")
+            guard line.hasPrefix("  -"), let long = words.first(where: { $0.hasPrefix("--") }) else { continue }
+            options.insert(String(long.trimmingCharacters(in: CharacterSet(charactersIn: ","))))
+        }
+        return options
+    }
+
+    /// The options the completion offers for a command: the `--` words of its arm in the `case $command` block.
+    static func completedOptions(_ script: String, arm: String) -> Set<String> {
+        guard let start = script.range(of: "\n        \(arm))") else { return [] }
+        let rest = script[start.upperBound...]
+        let end = rest.range(of: ";;")?.lowerBound ?? rest.endIndex
+        return Set(rest[..<end].split(whereSeparator: { " \n\"".contains($0) }).map(String.init)
+            .filter { $0.hasPrefix("--") })
+    }
+
+    @Test func bashCompletionOffersExactlyTheOptionsOfEachCommand() async throws {
+        let script = try String(contentsOfFile: Self.root + "/config/reach.bash-completion", encoding: .utf8)
+        let arms = ["status": "\"\" | status", "agent": "agent", "watch": "watch", "signal": "signal", "diag": "diag"]
+        for (command, arm) in arms {
+            let offered = Self.completedOptions(script, arm: arm)
+            #expect(!offered.isEmpty, "no arm for \(command) in the completion")
+            let accepted = try await Self.helpOptions(command)
+            #expect(offered.subtracting(accepted).isEmpty, "completion offers what reach \(command) lacks: \(offered.subtracting(accepted).sorted())")
+            #expect(accepted.subtracting(offered).isEmpty, "reach \(command) has options the completion lacks: \(accepted.subtracting(offered).sorted())")
+        }
+        // Before a command: status's options (reach alone runs status) and the top level's.
+        let top = try await Self.helpOptions("")
+        #expect(top.isSubset(of: Self.completedOptions(script, arm: arms["status"]!).union(["--version"])), "\(top)")
+        #expect(script.contains("[[ -z $command ]] && options+=\" --version\""))
+        // The commands: those `reach --help` lists, and `help`.
+        let help = try await TestSupport.run([TestPaths.reach, "--help"]).stdout
+        let listed = help.components(separatedBy: "commands:\n").last?.components(separatedBy: "\n\n").first ?? ""
+        let commands = Set(listed.split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) })
+        #expect(commands == Set(arms.keys), "\(commands)")
+        let completed = script.components(separatedBy: "local commands=\"").dropFirst().first?
+            .prefix { $0 != "\"" }.split(separator: " ").map(String.init) ?? []
+        #expect(Set(completed) == commands.union(["help"]), "\(completed)")
+        let r = try await TestSupport.run(["bash", "-n", Self.root + "/config/reach.bash-completion"])
+        #expect(r.status == 0, "\(r.stderr)")
     }
 }
