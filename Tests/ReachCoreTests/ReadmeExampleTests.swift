@@ -58,9 +58,21 @@ import Testing
         var eth0 = DualWAN.route(DualWAN.eth0, gateway: "192.0.2.1", metric: 10)
         eth0.source = "192.0.2.2"
         let s = DualWAN.snapshot([eth0, DualWAN.route(dead, gateway: "198.18.0.1", metric: 20)], modems: [modem])
-        let shown = try #require(Self.example(after: "Text output, one glance", in: "README.md"), "no status example in the README")
+        let shown = try #require(
+            Self.example(after: "Text output, one glance", in: "docs/how-it-works.md"), "no status example in docs/how-it-works.md")
         let text = SnapshotText.render(s).split(separator: "\n").map(String.init)
-        #expect(shown == text, "README.md's status example is not what reach prints now:\n\(text.joined(separator: "\n"))")
+        #expect(shown == text, "docs/how-it-works.md's status example is not what reach prints now:\n\(text.joined(separator: "\n"))")
+    }
+
+    /// "A route over a CLAT": a cellular-only gateway behind 464XLAT, the route on clat riding on wwan0's modem.
+    @Test func clatExample() throws {
+        var modem = Chains.modem()
+        modem.signal = SignalMeasurement(rsrp: -92)
+        let s = Chains.snapshot(Chains.clat(), modems: [modem])
+        let shown = try #require(
+            Self.example(after: "A route over a CLAT", in: "docs/how-it-works.md"), "no CLAT example in docs/how-it-works.md")
+        let text = SnapshotText.render(s).split(separator: "\n").map(String.init)
+        #expect(shown == text, "docs/how-it-works.md's CLAT example is not what reach prints now:\n\(text.joined(separator: "\n"))")
     }
 
     /// "On site: aiming the antenna": 20 samples of a modem on LTE B3+B7 and a WiFi uplink, one a second.

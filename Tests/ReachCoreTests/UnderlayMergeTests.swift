@@ -6,7 +6,7 @@ let documentationAddress6: [UInt8] = [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeatin
 
 /// The merge with an underlay: flags, medium, status, the modem truth through the chain, the text, the JSON and
 /// change detection; and the decoders that feed the walk.
-private enum Chains {
+enum Chains {
     static func link(_ name: String, _ index: Int, _ kind: InterfaceKind, carrier: Bool = true, up: Bool = true) -> LinkState {
         LinkState(name: name, index: index, kind: kind, adminUp: up, carrier: carrier)
     }
