@@ -361,7 +361,7 @@ enum WorkerRun {
     static func withProxyNote(_ state: ModemState, _ note: inout String?) -> ModemState {
         guard let text = note else { return state }
         var s = state
-        if s.access == nil, s.error != nil { s.error = text }
+        if s.access == nil, s.error != nil { s.fail(text, ModemFault(.proxySilent, waitedMs: s.fault?.waitedMs)) }
         note = nil
         return s
     }
