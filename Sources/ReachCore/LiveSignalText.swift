@@ -85,8 +85,11 @@ public enum LiveSignalText {
             head += " (\(m.protocol.rawValue))"
             if let gone = link.goneSince {
                 lines.append(head + "  GONE since \(clock(gone))" + (m.error.map { " (\($0))" } ?? "") + ", waiting for it")
+            } else if let e = m.error {
+                // A modem that did not answer says so: its registration is unknown, not "not registered".
+                lines.append(head + "  " + (m.fault?.words(protocol: m.protocol) ?? e))
             } else if !m.registration.isRegistered {
-                lines.append(head + "  not registered (\(m.registration.rawValue))" + (m.error.map { ", \($0)" } ?? ""))
+                lines.append(head + "  not registered (\(m.registration.rawValue))")
             } else {
                 head += "  " + radioSummary(m)
                 head += "  \(SnapshotText.barGlyphs(link.bars)) \(link.bars)/4"
@@ -147,6 +150,8 @@ public enum LiveSignalText {
             var parts = [m.device]
             if !m.present {
                 parts.append("gone")
+            } else if m.error != nil {
+                parts.append(m.fault?.words(protocol: m.protocol) ?? "error")
             } else if !m.registration.isRegistered {
                 parts.append(m.registration.rawValue)
             } else {
@@ -157,7 +162,7 @@ public enum LiveSignalText {
                     if let v = measure.value(serving: m.signal, nr: m.nrSignal) { parts.append("\(measure.rawValue) \(number(v))") }
                 }
             }
-            if let e = m.error, !m.present || !m.registration.isRegistered { parts.append("(\(e))") }
+            if let e = m.error { parts.append("(\(e))") }
             links.append(parts.joined(separator: " "))
         }
         for w in wifi where w.mode == .station {

@@ -186,7 +186,7 @@ actor ModemChannel {
         }
         let outcome = await ProxyWatch.answer(silence)
         logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
-        guard outcome.restarted else { throw ModemError(outcome.note, silence.fault) }
+        guard outcome.restarted else { throw ModemError(outcome.note, outcome.fault(after: silence)) }
         do {
             return try await retry()
         } catch {

@@ -150,6 +150,15 @@ enum ProxyWatch {
         var note: String
         /// The proxy was ended and a new one listens.
         var restarted: Bool
+
+        /// The case of the failure this outcome explains: a proxy that reads its clients (or none that could be
+        /// found) leaves the silence to the modem; a wedged one is the proxy's.
+        func fault(after silence: ProxySilence) -> ModemFault {
+            switch verdict {
+            case .reading, .unknown: return ModemFault(.notAnswering, waitedMs: silence.waitedMs)
+            case .wedgedNotOurs, .wedgedInUse, .restart: return silence.fault
+            }
+        }
     }
 
     /// The answer under way per proxy name: modems read at once through one wedged proxy (several workers, or
