@@ -32,9 +32,10 @@ let package = Package(
         .target(name: "ReachCore", linkerSettings: [.linkedLibrary("m")]),
         // The command-line parser (pure; replaces swift-argument-parser, see its header).
         .target(name: "ReachCommandLine"),
-        // Files: the one safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place) and the
-        // one bounded reader (no FIFO blocks, size cap), over one wrapper per syscall. Glibc only.
-        .target(name: "ReachFiles"),
+        // The door to the kernel (to become the only one): one wrapper per system call,
+        // named threads, the safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place),
+        // the bounded reader (no FIFO blocks, size cap), the listening socket, typed system errors. Glibc only.
+        .target(name: "ReachSystem"),
         // Logging (replaces apple/swift-log, see its header): levels, a handler per logger, standard error with
         // journald's priority prefix.
         .target(name: "ReachLog"),
@@ -52,27 +53,27 @@ let package = Package(
         .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
 
         // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).
-        .target(name: "ReachTime", dependencies: ["ReachFiles"]),
+        .target(name: "ReachTime", dependencies: ["ReachSystem"]),
 
         // Adapters: one per source; each returns ReachCore values.
         .target(
             name: "ReachGLib", dependencies: ["CGLibShims", "ReachLog"]),
-        .target(name: "ReachRoutes", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
+        .target(name: "ReachRoutes", dependencies: ["ReachCore", "ReachSystem", "CNetlinkShims"]),
         .target(
             name: "ReachModem",
             dependencies: [
-                "ReachCore", "ReachFiles", "ReachGLib", "ReachTime", "CGLibShims",
+                "ReachCore", "ReachSystem", "ReachGLib", "ReachTime", "CGLibShims",
                 "ReachLog",
             ]),
-        .target(name: "ReachWiFi", dependencies: ["ReachCore", "ReachFiles", "CNetlinkShims"]),
+        .target(name: "ReachWiFi", dependencies: ["ReachCore", "ReachSystem", "CNetlinkShims"]),
         // Validation probes (DNS, ICMP, HTTP) through sockets bound to each uplink; the judging is ReachCore's.
-        .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachFiles"]),
+        .target(name: "ReachProbe", dependencies: ["ReachCore", "ReachSystem"]),
 
         // The embeddable API.
         .target(
             name: "GatewayReach",
             dependencies: [
-                "ReachCore", "ReachFiles", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
+                "ReachCore", "ReachSystem", "ReachRoutes", "ReachModem", "ReachWiFi", "ReachProbe", "ReachTime",
                 "ReachLog",
             ]),
 
@@ -80,7 +81,7 @@ let package = Package(
         .target(
             name: "ReachAgent",
             dependencies: [
-                "GatewayReach", "ReachFiles", "CQMI", "CMBIM", "CNLRoute",
+                "GatewayReach", "ReachSystem", "CQMI", "CMBIM", "CNLRoute",
                 "ReachLog",
             ]
         ),
@@ -101,7 +102,7 @@ let package = Package(
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).
         .target(
             name: "ReachTestSupport",
-            dependencies: ["ReachCore", "ReachFiles", "GatewayReach", "ReachLog"],
+            dependencies: ["ReachCore", "ReachSystem", "GatewayReach", "ReachLog"],
             path: "Tests/ReachTestSupport"),
 
         .testTarget(name: "ReachTestSupportTests", dependencies: ["ReachTestSupport"]),
@@ -109,9 +110,9 @@ let package = Package(
         .testTarget(name: "ReachCommandLineTests", dependencies: ["ReachCommandLine"]),
         .testTarget(name: "ReachLogTests", dependencies: ["ReachLog"]),
         // Planted symbolic links, device nodes (mknod), FIFOs and sockets in a directory of the test's own.
-        .testTarget(name: "ReachFilesTests", dependencies: ["ReachFiles", "ReachTestSupport"]),
-        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "ReachTestSupport", "reach"]),
-        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims"]),
+        .testTarget(name: "ReachSystemTests", dependencies: ["ReachSystem", "ReachTestSupport"]),
+        .testTarget(name: "ReachRoutesTests", dependencies: ["ReachRoutes", "ReachCore", "CNetlinkShims", "ReachTestSupport", "reach"]),
+        .testTarget(name: "ReachWiFiTests", dependencies: ["ReachWiFi", "ReachCore", "CNetlinkShims", "ReachTestSupport"]),
         // The simulator's codecs and engine, its messages checked by libqmi/libmbim's own parsers, and the
         // built reach-modem-sim driven by Debian's qmicli/mbimcli.
         .testTarget(name: "ModemSimTests", dependencies: ["ModemSim", "ReachCore", "CQMI", "CMBIM", "ReachTestSupport"]),

@@ -9,6 +9,9 @@ import PackageDescription
 let package = Package(
     name: "ReachEmbedding",
     dependencies: [
+        // By path, so that CI builds it against the tree under test. A program of its own names a release instead:
+        //   .package(url: "https://git.example.org/gatewayreach.git", from: "0.1.0"),
+        // (the URL of the repository it clones or mirrors; the version is GatewayReachVersion.string's tag).
         .package(name: "GatewayReach", path: "../.."),
     ],
     targets: [

@@ -32,7 +32,7 @@ public struct StatusRequest: Sendable {
     public init(
         target: Target = .defaultRoute, modems: [ModemPortSpec]? = nil, readModems: Bool = true,
         wifiInterface: String? = nil, readWiFi: Bool = true, modemOptions: ModemReadOptions = ModemReadOptions(),
-        resolveTimeout: Duration = .seconds(3), interfaceOverrides: [String: InterfaceKind] = [:],
+        resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds), interfaceOverrides: [String: InterfaceKind] = [:],
         signalPolicy: SignalPolicy = .android, uplinks: [UplinkSpec] = [], underlays: UnderlayConfig = .standard
     ) {
         self.target = target
@@ -93,7 +93,7 @@ extension RouteView {
         var view = RouteView()
         let resolver: RouteResolver
         do {
-            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides)
+            resolver = try RouteResolver(interfaceOverrides: interfaceOverrides, oneAnswer: true)
         } catch {
             view.error = error.description
             return view

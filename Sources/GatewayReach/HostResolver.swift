@@ -6,7 +6,7 @@
 
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachTime
 import Synchronization
 
@@ -26,7 +26,7 @@ public enum HostResolver {
         let box = Pending()
         return await withCheckedContinuation { (continuation: CheckedContinuation<Result<[IPAddress], ResolutionError>, Never>) in
             box.state.withLock { $0.continuation = continuation }
-            guard startThread({ box.finish(HostResolver.lookup(name)) }) else {
+            guard startThread("resolve", { box.finish(HostResolver.lookup(name)) }) else {
                 box.finish(.failure(ResolutionError(message: "cannot start the resolver thread")))
                 return
             }

@@ -24,15 +24,15 @@ public struct ReachabilityOptions: Sendable, Equatable {
         public var enabled = true
         /// The control ports to watch; empty: every modem discovery finds (and those plugged in later).
         public var ports: [ModemPortSpec] = []
-        public var requestTimeout: Duration = .seconds(5)
+        public var requestTimeout: Duration = Defaults.duration(Defaults.modemRequestTimeoutSeconds)
         /// How often to read what a modem does not announce by itself, and to run discovery again.
-        public var pollInterval: Duration = .seconds(60)
+        public var pollInterval: Duration = Defaults.duration(Defaults.modemPollIntervalSeconds)
         /// How ports are opened: through qmi-proxy / mbim-proxy beside other clients such as ModemManager (`auto`:
         /// directly only when no proxy can be started; `proxy`: always), or exclusively (`direct`).
         public var access: ModemAccess = .auto
         /// How often the data sessions are asked again although indications announce them (some firmware sends
         /// them late or never); nil: only at registration changes.
-        public var sessionRequery: Duration? = .seconds(10)
+        public var sessionRequery: Duration? = Defaults.duration(Defaults.modemSessionRequerySeconds)
         /// Run each modem's I/O in a worker process started this way (`ModemReadOptions.worker`), so that a modem
         /// library that crashes or hangs costs that worker, never this process; nil: in this process.
         public var worker: ModemWorkerLaunch?
@@ -44,7 +44,7 @@ public struct ReachabilityOptions: Sendable, Equatable {
         /// The interfaces to report; empty: all.
         public var interfaces: [String] = []
         /// The safety-net read when no nl80211 event came.
-        public var pollInterval: Duration = .seconds(30)
+        public var pollInterval: Duration = Defaults.duration(Defaults.wifiPollIntervalSeconds)
         public init() {}
     }
 
@@ -64,15 +64,15 @@ public struct ReachabilityOptions: Sendable, Equatable {
     /// How the modems' bars are graded (and where a QMI modem is asked to announce a change of its signal).
     public var signalPolicy: SignalPolicy = .android
     /// How long a loss must last before it is reported (0: at once).
-    public var holdDown: Duration = .seconds(5)
+    public var holdDown: Duration = Defaults.duration(Defaults.holdDownSeconds)
     /// How far (dB) a signal must cross a bar boundary before the bars change.
-    public var barHysteresisDB: Double = 3
+    public var barHysteresisDB: Double = Defaults.barHysteresisDB
     /// YYReachability's `allowWWAN`; nil: the target's (false only for `localWiFi()`).
     public var allowWWAN: Bool?
     /// A host target: how long one resolution may take, and how old an answer may get before a route notice
     /// resolves the name again.
-    public var resolveTimeout: Duration = .seconds(3)
-    public var resolveInterval: Duration = .seconds(60)
+    public var resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds)
+    public var resolveInterval: Duration = Defaults.duration(Defaults.reportIntervalSeconds)
     /// How long the first determination waits for sources that have not answered; nil: one modem's whole first
     /// read (three request timeouts) plus a second.
     public var startupGrace: Duration?
@@ -115,6 +115,37 @@ public struct ReachabilityOptions: Sendable, Equatable {
         var read = ModemReadOptions(requestTimeout: modems.requestTimeout, access: modems.access, signalPolicy: signalPolicy)
         read.worker = modems.worker
         return ModemMonitorOptions(read: read, pollInterval: modems.pollInterval, sessionRequery: modems.sessionRequery)
+    }
+}
+
+extension ReachabilityOptions {
+    /// A configuration as monitoring options: the same sources, change rules and cadence. The one mapping from
+    /// `AgentConfig` to options: the agent and every command that reads a configuration file go through it.
+    /// - Parameter worker: how modem workers are started while `modems.worker` is true.
+    public init(config: AgentConfig, worker: ModemWorkerLaunch? = nil) {
+        self.init()
+        modems.enabled = config.modems.enabled
+        modems.ports = config.modems.ports
+        modems.requestTimeout = .seconds(config.modems.requestTimeoutSeconds)
+        modems.pollInterval = .seconds(config.modems.pollIntervalSeconds)
+        modems.access = config.modems.access
+        modems.sessionRequery = .seconds(config.modems.sessionRequerySeconds)
+        modems.worker = config.modems.worker ? worker : nil
+        wifi.enabled = config.wifi.enabled
+        wifi.interfaces = config.wifi.interfaces
+        wifi.pollInterval = .seconds(config.wifi.pollIntervalSeconds)
+        interfaceKinds = config.interfaceKinds
+        underlays = config.underlayConfig
+        uplinks = config.uplinks
+        signalPolicy = config.signalPolicy
+        validation = config.validation
+        let policy = config.changePolicy
+        holdDown = policy.holdDown
+        barHysteresisDB = policy.barHysteresisDB
+        let interval = Duration.seconds(config.report.intervalSeconds)
+        reportInterval = interval
+        // A host target is resolved again on a route notice once its answer is one report interval old.
+        resolveInterval = interval
     }
 }
 

@@ -106,7 +106,7 @@ public struct KernelRouteSource: RouteSource {
     public var underlays: UnderlayConfig
 
     public init(
-        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = .seconds(3), uplinks: [UplinkSpec] = [],
+        interfaceOverrides: [String: InterfaceKind], resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds), uplinks: [UplinkSpec] = [],
         underlays: UnderlayConfig = .standard
     ) {
         self.interfaceOverrides = interfaceOverrides

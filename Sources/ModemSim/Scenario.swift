@@ -254,8 +254,10 @@ public struct StatePatch: Sendable, Equatable {
     public var registration: RegistrationState?
     public var accessTechnologies: AccessTechnologies?
     public var networkOperator: NetworkOperator??
-    public var signal: SignalMeasurement?
-    public var nrSignal: SignalMeasurement??
+    /// Merged into the serving cell's reading: the measures named change, the others stay.
+    public var signal: MeasurementPatch?
+    /// The NR leg: `.some(nil)` (`"nr": null`) removes it; a patch merges into it (or into an empty reading).
+    public var nrSignal: MeasurementPatch??
     public var packetService: PacketServiceState?
     public var rejectCause: Int??
     public var cell: Cell?
@@ -266,6 +268,29 @@ public struct StatePatch: Sendable, Equatable {
     public init() {}
 
     public var isEmpty: Bool { self == StatePatch() }
+}
+
+/// Part of a signal reading, keyed by the scenario's names (`rsrp_dbm`…): a number sets that measure, nil (JSON
+/// `null`) clears it, a measure not named keeps its value. A modem reports each measure on its own (a QMI Signal
+/// Info TLV, an MBIM Signal State field), so a step that moves one leaves the rest of the reading as it was.
+public struct MeasurementPatch: Sendable, Equatable {
+    public var values: [String: Double?]
+
+    public init(_ values: [String: Double?] = [:]) { self.values = values }
+
+    /// Every measure of `m`, the absent ones cleared: the patch that makes a reading exactly `m`.
+    public init(replacingWith m: SignalMeasurement) {
+        values = [
+            "rssi_dbm": m.rssi, "rsrp_dbm": m.rsrp, "rsrq_db": m.rsrq, "sinr_db": m.sinr, "rscp_dbm": m.rscp,
+            "ecio_db": m.ecio,
+        ]
+    }
+
+    public func applied(to m: SignalMeasurement) -> SignalMeasurement {
+        var out = m
+        for (key, value) in values { out.set(key, value) }
+        return out
+    }
 }
 
 /// Which parts of the state changed, so the engine emits the matching indications.
@@ -288,8 +313,8 @@ extension SimulatedState {
         if let v = patch.registration { registration = v }
         if let v = patch.accessTechnologies { accessTechnologies = v }
         if let v = patch.networkOperator { networkOperator = v }
-        if let v = patch.signal { signal = v }
-        if let v = patch.nrSignal { nrSignal = v }
+        if let v = patch.signal { signal = v.applied(to: signal) }
+        if let v = patch.nrSignal { nrSignal = v.map { $0.applied(to: nrSignal ?? SignalMeasurement()) } }
         if let v = patch.packetService { packetService = v }
         if let v = patch.rejectCause { rejectCause = v }
         if let v = patch.cell { cell = v }

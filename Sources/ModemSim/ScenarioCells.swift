@@ -241,25 +241,17 @@ extension ScenarioParser {
         }
         var signals: [(SignalMeasurement, SignalMeasurement?)] = []
         for s in stepNodes {
-            let keys = try s.object(ranges.map(\.key) + ["nr"])
-            var serving = initial.signal
+            let (serving, nrPatch) = try signal(s)
             var nr = initial.nrSignal
-            let (m, nrNode) = try measurement(s, allowNR: true)
-            for (key, _, _) in ranges where keys.optional(key) != nil { serving.copy(key, from: m) }
-            if let nrNode {
-                let (n, _) = try measurement(nrNode, allowNR: false)
-                var merged = nr ?? SignalMeasurement()
-                for (key, _, _) in ranges where (try? nrNode.object(ranges.map(\.key)))?.optional(key) != nil { merged.copy(key, from: n) }
-                nr = merged
-            }
-            signals.append((serving, nr))
+            if let nrPatch { nr = nrPatch.map { $0.applied(to: initial.nrSignal ?? SignalMeasurement()) } }
+            signals.append((serving.applied(to: initial.signal), nr))
         }
         var out: [TimelineStep] = []
         for r in 0..<times {
             for (i, s) in signals.enumerated() {
                 var patch = StatePatch()
-                patch.signal = s.0
-                patch.nrSignal = .some(s.1)
+                patch.signal = MeasurementPatch(replacingWith: s.0)
+                patch.nrSignal = .some(s.1.map(MeasurementPatch.init(replacingWith:)))
                 out.append(TimelineStep(atMs: start + UInt64(r * signals.count + i) * every, operation: Operation(set: patch)))
             }
         }
@@ -268,15 +260,15 @@ extension ScenarioParser {
 }
 
 extension SignalMeasurement {
-    /// Copies one measure, by its scenario key, from another measurement.
-    mutating func copy(_ key: String, from m: SignalMeasurement) {
+    /// Sets (or with nil clears) one measure, by its scenario key.
+    mutating func set(_ key: String, _ value: Double?) {
         switch key {
-        case "rssi_dbm": rssi = m.rssi
-        case "rsrp_dbm": rsrp = m.rsrp
-        case "rsrq_db": rsrq = m.rsrq
-        case "sinr_db": sinr = m.sinr
-        case "rscp_dbm": rscp = m.rscp
-        case "ecio_db": ecio = m.ecio
+        case "rssi_dbm": rssi = value
+        case "rsrp_dbm": rsrp = value
+        case "rsrq_db": rsrq = value
+        case "sinr_db": sinr = value
+        case "rscp_dbm": rscp = value
+        case "ecio_db": ecio = value
         default: break
         }
     }

@@ -271,7 +271,7 @@ public enum ScenarioParser {
         if let n = o.optional("signal") {
             let (serving, nr) = try signal(n)
             p.signal = serving
-            p.nrSignal = .some(nr)
+            p.nrSignal = nr
         }
         if let n = o.optional("packet_service") {
             p.packetService = try n.oneOf([("attached", PacketServiceState.attached), ("detached", .detached)])
@@ -350,10 +350,22 @@ public enum ScenarioParser {
         return (m, allowNR ? o.optional("nr") : nil)
     }
 
-    static func signal(_ node: Node) throws(ScenarioError) -> (SignalMeasurement, SignalMeasurement?) {
-        let (serving, nrNode) = try measurement(node, allowNR: true)
-        guard let nrNode else { return (serving, nil) }
-        return (serving, try measurement(nrNode, allowNR: false).0)
+    /// A `signal` object as a patch: each measure a number (set) or null (cleared); `nr` absent (left), null
+    /// (removed) or an object of the same measures.
+    static func signal(_ node: Node) throws(ScenarioError) -> (MeasurementPatch, MeasurementPatch??) {
+        let o = try node.object(ranges.map(\.key) + ["nr"])
+        let serving = try measurementPatch(o)
+        guard let nr = o.nullable("nr") else { return (serving, nil) }
+        guard let nr else { return (serving, .some(nil)) }
+        return (serving, .some(try measurementPatch(try nr.object(ranges.map(\.key)))))
+    }
+
+    static func measurementPatch(_ o: ObjectNode) throws(ScenarioError) -> MeasurementPatch {
+        var patch = MeasurementPatch()
+        for (key, range, unit) in ranges {
+            if let n = o.nullable(key) { patch.values[key] = .some(try n.map { (x) throws(ScenarioError) in try x.number(in: range, unit: unit) }) }
+        }
+        return patch
     }
 
     static func qmiOptions(_ node: Node) throws(ScenarioError) -> QMIOptions {

@@ -55,7 +55,7 @@ public struct AgentAssembly {
         config: AgentConfig, configPath: String?, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         api: Bool = false, clock: any AgentClock, wall: @escaping @Sendable () -> Timestamp = { .now() },
         route: (any RouteSource)? = nil, modems: [any ModemSource]? = nil, wifi: (any WiFiSource)? = nil,
-        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3),
+        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds),
         validationRunner: ValidationRoundRunner? = nil, validationRandom: (@Sendable () -> Double)? = nil,
         reloadOnSIGHUP: Bool, stopSignals: [Int32] = [SIGTERM, SIGINT], logLevel: LogLevelSwitch? = nil, logger: Logger
     ) {

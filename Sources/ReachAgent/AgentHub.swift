@@ -55,7 +55,7 @@ public actor AgentHub {
         config: AgentConfig, log: ReportLog?, prometheus: PrometheusTextfile?, onLine: LineHandler?,
         apiOutputs: (@Sendable (AgentConfig, Timestamp) -> AgentOutputs)? = nil, clock: any MonitorClock,
         wall: @escaping @Sendable () -> Timestamp = { .now() }, sources: ReachabilitySources = .system,
-        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = .seconds(3), logLevel: LogLevelSwitch? = nil,
+        modemWorker: ModemWorkerLaunch? = nil, resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds), logLevel: LogLevelSwitch? = nil,
         logger: Logger
     ) {
         self.configuration = config
@@ -254,35 +254,5 @@ public actor AgentHub {
         }
         api?.state.show(instances.map(\.reach))
         return changed
-    }
-}
-
-extension ReachabilityOptions {
-    /// The agent's configuration as monitoring options: the same sources, change rules and cadence.
-    /// - Parameter worker: how modem workers are started while `modems.worker` is true.
-    public init(config: AgentConfig, worker: ModemWorkerLaunch? = nil) {
-        self.init()
-        modems.enabled = config.modems.enabled
-        modems.ports = config.modems.ports
-        modems.requestTimeout = .seconds(config.modems.requestTimeoutSeconds)
-        modems.pollInterval = .seconds(config.modems.pollIntervalSeconds)
-        modems.access = config.modems.access
-        modems.sessionRequery = .seconds(config.modems.sessionRequerySeconds)
-        modems.worker = config.modems.worker ? worker : nil
-        wifi.enabled = config.wifi.enabled
-        wifi.interfaces = config.wifi.interfaces
-        wifi.pollInterval = .seconds(config.wifi.pollIntervalSeconds)
-        interfaceKinds = config.interfaceKinds
-        underlays = config.underlayConfig
-        uplinks = config.uplinks
-        signalPolicy = config.signalPolicy
-        validation = config.validation
-        let policy = config.changePolicy
-        holdDown = policy.holdDown
-        barHysteresisDB = policy.barHysteresisDB
-        let interval = Duration.seconds(config.report.intervalSeconds)
-        reportInterval = interval
-        // A host target is resolved again on a route notice once its answer is one report interval old.
-        resolveInterval = interval
     }
 }

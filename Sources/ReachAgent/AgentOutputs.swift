@@ -229,7 +229,7 @@ final class StateWriter: @unchecked Sendable {
         self.identity = identity
         self.logger = logger
         wake = SelfPipe()
-        if wake == nil || !startThread({ [self] in run() }) {
+        if wake == nil || !startThread("state", { [self] in run() }) {
             logger.error("State writer could not start: no state file this run")
             finished.done()
         }

@@ -97,7 +97,7 @@ public enum SupportBundle {
     public static func tail(_ path: String, lines count: Int) -> [String] { reportTail(path, lines: count).lines }
 
     /// The last `count` report lines and, when something was left out or could not be read, a note saying what.
-    /// The log is read as ReachFiles reads files other users may change (`BoundedRead.tail`, links refused: a root
+    /// The log is read as ReachSystem reads files other users may change (`BoundedRead.tail`, links refused: a root
     /// `reach diag` must not copy whatever a link in the agent's log directory points at), and only lines that are
     /// JSON objects, as every report line is, are carried.
     static func reportTail(_ path: String, lines count: Int) -> (lines: [String], note: String?) {
@@ -145,7 +145,7 @@ public enum SupportBundle {
         return TarGz.gzip(TarGz.tar(entries, mtime: now.seconds), mtime: now.seconds)
     }
 
-    /// Writes the bundle, mode 0600 (it describes the site), through ReachFiles' safe write: a regular file (or none)
+    /// Writes the bundle, mode 0600 (it describes the site), through ReachSystem' safe write: a regular file (or none)
     /// is replaced through a temporary file and rename; a character device, a FIFO with a reader or our standard
     /// output (`-`, `/dev/stdout`) is written in place; anything else is refused. A failed write is an error.
     public static func write(_ bytes: [UInt8], to path: String) -> Result<Void, SystemError> {

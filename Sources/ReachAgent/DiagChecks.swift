@@ -140,7 +140,8 @@ public enum DiagChecks {
             return [DiagCheck("modem", "Modem present and answering", .skip, s.wwanSource.reason ?? "WWAN not available")]
         }
         guard !s.wwan.isEmpty else {
-            return [DiagCheck("modem", "Modem present and answering", .skip, "no modem found")]
+            return [DiagCheck(
+                "modem", "Modem present and answering", .skip, "no modem found (looked at \(SnapshotText.modemSearchPlaces))")]
         }
         var out: [DiagCheck] = []
         for m in s.wwan {
@@ -164,7 +165,7 @@ public enum DiagChecks {
                     "\(m.protocol.rawValue.uppercased())" + (model.isEmpty ? "" : ", \(model)") + refused))
             out.append(sim(m, id))
             out.append(registration(m, id))
-            if m.registration.isRegistered { out.append(radio(m, id, s.signalPolicy)) }
+            out.append(radio(m, id, s.signalPolicy))
             out.append(data(m, id, f))
             out.append(dataSession(m, id))
             if let a = access(m, id) { out.append(a) }
@@ -252,9 +253,9 @@ public enum DiagChecks {
     }
 
     static func sim(_ m: ModemState, _ id: String) -> DiagCheck {
-        let title = "SIM ready"
+        let title = "SIM"
         switch m.sim {
-        case .ready: return DiagCheck(id + ".sim", title, .ok, "ready")
+        case .ready: return DiagCheck(id + ".sim", title, .ok, "ready (unlocked)")
         case .absent:
             return DiagCheck(id + ".sim", title, .fail, "no SIM", hint: "insert a SIM card (power off first on most modems)")
         case .unknown:
@@ -275,7 +276,8 @@ public enum DiagChecks {
 
     static func registration(_ m: ModemState, _ id: String) -> DiagCheck {
         let title = "Registered on a network"
-        let op = [m.operatorName, m.plmn.map { "\($0.mcc)-\($0.mnc)" }].compactMap { $0 }.joined(separator: " ")
+        // "Telekom.de 262/01": the PLMN written as `reach status` writes it.
+        let op = [m.operatorName, m.plmn.map { "\($0.mcc)/\($0.mnc)" }].compactMap { $0 }.joined(separator: " ")
         switch m.registration {
         case .home:
             return DiagCheck(id + ".registration", title, .ok, "home" + (op.isEmpty ? "" : " (\(op))"))
@@ -287,8 +289,8 @@ public enum DiagChecks {
             let cause = m.rejectCause.map { c in ", reject cause \(c)" + (RejectCause.words(c).map { " (\($0))" } ?? "") } ?? ""
             return DiagCheck(
                 id + ".registration", title, .fail, "registration denied\(cause)",
-                hint: "the network refused the SIM: check that the subscription is active (cause 2/3/6: SIM or "
-                    + "IMEI not allowed; 11-13: no service in this area)")
+                hint: m.rejectCause.flatMap(RejectCause.hint)
+                    ?? "the network refused the SIM without a cause reach knows: check that the subscription is active")
         case .searching:
             return DiagCheck(
                 id + ".registration", title, .fail, "searching for a network",
@@ -302,6 +304,10 @@ public enum DiagChecks {
 
     static func radio(_ m: ModemState, _ id: String, _ policy: SignalPolicy) -> DiagCheck {
         let title = "Radio technology and signal"
+        guard m.registration.isRegistered else {
+            // Listed all the same: an installer who counts the checks sees which one was not made, and why.
+            return DiagCheck(id + ".radio", title, .skip, "not registered (\(m.registration.rawValue)): no serving cell to measure")
+        }
         let bars = m.bars(policy)
         var detail = "\(m.generation.name)"
         if let mode = m.nrMode { detail += " \(mode)" }
@@ -335,13 +341,24 @@ public enum DiagChecks {
     static func data(_ m: ModemState, _ id: String, _ f: DiagFacts) -> DiagCheck {
         let title = "Data attached, WWAN interface up with an address"
         var parts: [String] = []
-        if let ps = m.packetService {
-            parts.append("packet service \(ps.rawValue)")
-            if ps != .attached {
-                return DiagCheck(
-                    id + ".data", title, .fail, parts.joined(separator: ", "),
-                    hint: "not attached for data: check the APN and the data plan")
-            }
+        // Attached only when the modem says so: a modem that does not report packet service (or reports it only once
+        // registered) is not taken as attached.
+        let reported = m.packetService.flatMap { $0 == .unknown ? nil : $0 }
+        switch reported {
+        case .attached?:
+            parts.append("packet service attached")
+        case let ps?:
+            return DiagCheck(
+                id + ".data", title, .fail, "packet service \(ps.rawValue)",
+                hint: m.registration.isRegistered
+                    ? "not attached for data: check the APN and the data plan"
+                    : "not registered (\(m.registration.rawValue)): the modem attaches for data once registered")
+        case nil where !m.registration.isRegistered:
+            return DiagCheck(
+                id + ".data", title, .fail, "not attached: the modem is not registered (\(m.registration.rawValue))",
+                hint: "the modem attaches for data once registered: fix the registration first")
+        case nil:
+            parts.append("packet service not reported")
         }
         guard let name = m.interface else {
             return DiagCheck(
@@ -364,6 +381,12 @@ public enum DiagChecks {
                 hint: "run DHCP on \(name) or set the address the modem gave (raw-IP modems need `qmi_wwan` raw_ip mode)")
         }
         parts.append("\(name) up, " + netdev.addresses.joined(separator: ", "))
+        guard reported == .attached else {
+            return DiagCheck(
+                id + ".data", title, .warn, parts.joined(separator: ", "),
+                hint: "the interface carries an address but the modem did not say it is attached for data: "
+                    + "check `reach status` for the modem's packet service")
+        }
         return DiagCheck(id + ".data", title, .ok, parts.joined(separator: ", "))
     }
 
@@ -447,9 +470,11 @@ public enum DiagChecks {
         case let .failure(e)?:
             out.append(DiagCheck("route.gateway", gtitle, .warn, "neighbour table not readable: \(e)", hint: "run as root"))
         case .success(nil)?:
+            // An idle uplink has no entry until something is sent (the kernel resolves on demand): nothing is wrong
+            // yet. Only a resolution that failed (FAILED, below) or stays unconfirmed says so.
             out.append(
-                DiagCheck("route.gateway", gtitle, .warn, "no neighbour entry (no traffic to the gateway yet)",
-                          hint: "send something (e.g. a probe) and run diag again; a gateway that never gets an entry is unreachable"))
+                DiagCheck("route.gateway", gtitle, .skip,
+                          "no neighbour entry yet (no traffic to the gateway): not resolved, so not tested"))
         case let .success(n?)?:
             if n.isFailed {
                 out.append(

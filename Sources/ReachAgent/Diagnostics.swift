@@ -29,22 +29,39 @@ public struct DiagReport: Sendable {
         ])
     }
 
-    /// The human form: one line per check, a hint under each failure or warning, and the verdict last.
-    public func text() -> String {
+    /// The human form: one line per check, a hint under each failure or warning, and the verdict last. With
+    /// `colour` the tags and the verdict carry SGR colours (green ok, yellow warn, red FAIL, dim skip); the words
+    /// are the same, so nothing depends on seeing colour.
+    public func text(colour: Bool = false) -> String {
+        func paint(_ text: String, _ sgr: String) -> String { colour ? "\u{1B}[\(sgr)m" + text + "\u{1B}[0m" : text }
         var lines: [String] = []
         for c in checks {
             let tag: String
             switch c.status {
-            case .ok: tag = "[ ok ]"
-            case .warn: tag = "[warn]"
-            case .fail: tag = "[FAIL]"
-            case .skip: tag = "[skip]"
+            case .ok: tag = paint("[ ok ]", "32")
+            case .warn: tag = paint("[warn]", "33")
+            case .fail: tag = paint("[FAIL]", "1;31")
+            case .skip: tag = paint("[skip]", "2")
             }
             lines.append("\(tag) \(c.title): \(c.detail)")
             if c.status == .fail || c.status == .warn, let h = c.hint { lines.append("       hint: \(h)") }
         }
-        lines.append(DiagChecks.verdictLine(verdict, checks, facts.snapshot))
+        let verdictColour: String
+        switch verdict {
+        case .ok: verdictColour = "1;32"
+        case .degraded: verdictColour = "1;33"
+        case .notReachable: verdictColour = "1;31"
+        }
+        lines.append(paint(DiagChecks.verdictLine(verdict, checks, facts.snapshot), verdictColour))
         return lines.joined(separator: "\n")
+    }
+
+    /// Whether the text gets colours: only on a terminal, never with `NO_COLOR` set to anything but the empty
+    /// string (no-color.org), nor on a terminal that says it cannot (`TERM=dumb`).
+    public static func colour(terminal: Bool, noColor: String?, term: String?) -> Bool {
+        guard terminal else { return false }
+        if let noColor, !noColor.isEmpty { return false }
+        return term != "dumb"
     }
 }
 

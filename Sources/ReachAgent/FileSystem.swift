@@ -1,8 +1,8 @@
 // The few file-system calls the report writers make, behind one protocol so tests can play the kernel (short writes,
 // ENOSPC, EROFS, EINTR) without a real full disk. `PosixFileSystem` is the only implementation that ships; it goes
-// through ReachFiles, the one place reach creates, replaces, rotates or appends to a file.
+// through ReachSystem, the one place reach creates, replaces, rotates or appends to a file.
 
-@_exported import ReachFiles
+@_exported import ReachSystem
 
 public protocol FileSystem: Sendable {
     /// Opens the report log for appending, creating it (0640) and its directory (one level, 0750) when absent: a

@@ -26,7 +26,7 @@ public final class HookRunner: Sendable {
     public struct Settings: Sendable {
         public var directory: String?
         public var timeoutSeconds: Double
-        public var killGraceSeconds: Double = 2
+        public var killGraceSeconds: Double = Defaults.hookKillGraceSeconds
         /// Bytes of a hook's standard error kept for the log.
         public var outputLimit = 4096
         /// ubus(1) and hotplug-call, when this system has them (OpenWrt).
@@ -82,7 +82,7 @@ public final class HookRunner: Sendable {
     public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
         guard let wake = SelfPipe() else { return nil }
         let runner = HookRunner(settings: settings, logger: logger, wake: wake)
-        guard startThread({ runner.run() }) else { return nil }
+        guard startThread("hooks", { runner.run() }) else { return nil }
         return runner
     }
 

@@ -1,5 +1,5 @@
 // An optional Prometheus textfile for node_exporter's textfile collector (`--collector.textfile.directory`): the
-// fleet's existing scraper carries our figures, and we run no server. Written through ReachFiles' safe write: a hidden
+// fleet's existing scraper carries our figures, and we run no server. Written through ReachSystem' safe write: a hidden
 // temporary name beside the target (node_exporter reads only *.prom), fsync'ed, then renamed over it, so a scrape
 // never sees half a file and a link planted in the textfile directory is never written through.
 

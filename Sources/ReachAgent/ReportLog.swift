@@ -10,7 +10,7 @@
 //   directory or file comes back without a restart).
 // - A file that does not end in a newline when opened (a crash mid-line in an older version, an editor) gets one
 //   first, so our next line starts on a line of its own.
-// - The file is opened through ReachFiles (`SafeWrite.openAppend`): a link at the path is refused, never followed. A
+// - The file is opened through ReachSystem (`SafeWrite.openAppend`): a link at the path is refused, never followed. A
 //   character device, a FIFO with a reader or our own standard output (`/dev/stdout` under a supervisor) is a
 //   stream: written in place, never rotated or truncated; a reader that stops reading costs dropped lines (EAGAIN),
 //   never a blocked agent. Rotation renames regular files only.

@@ -83,9 +83,10 @@ public enum ReloadService {
         switch ConfigFile.load(configPath) {
         case let .success(config):
             let changed = await hub.apply(config)
+            // An empty `config.changed=` read like a field lost; a reload of the same file says so in words.
             logger.info(
-                "Configuration reloaded",
-                metadata: ["config.path": "\(path)", "config.changed": "\(changed.joined(separator: ","))"])
+                changed.isEmpty ? "Configuration reloaded, nothing changed" : "Configuration reloaded",
+                metadata: ["config.path": "\(path)", "config.changed": "\(changed.isEmpty ? "none" : changed.joined(separator: ","))"])
             return true
         case let .failure(error):
             logger.error(

@@ -118,7 +118,7 @@ public final class VarlinkServer: Sendable {
         guard let wake = SelfPipe() else { return .failure(SystemError("pipe", errno: errno)) }
         return ListeningSocket.bind(path, mode: 0o666, createDirectory: 0o755).flatMap { bound in
             let server = VarlinkServer(socket: bound, limits: limits, logger: logger, wake: wake)
-            guard startThread({ server.run() }) else {
+            guard startThread("varlink", { server.run() }) else {
                 ListeningSocket.remove(bound)
                 return .failure(SystemError("pthread_create", errno: EAGAIN, path: path))
             }

@@ -15,7 +15,7 @@ import Glibc
 import Musl
 #endif
 import ReachCore
-import ReachFiles
+import ReachSystem
 
 /// How a port is to be opened, and why when that is not the configured way.
 struct AccessPlan: Sendable, Equatable {
@@ -246,7 +246,7 @@ enum ProxyLauncher {
 
     /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
     private static func reapLater(_ pid: pid_t) {
-        startThread {
+        startThread("reap") {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }

@@ -68,9 +68,9 @@ public struct ModemMonitorOptions: Sendable, Codable {
     public var sessionRequery: Duration?
 
     public init(
-        read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = .seconds(30), reopen: Backoff = Backoff(),
+        read: ModemReadOptions = ModemReadOptions(), pollInterval: Duration? = Defaults.duration(Defaults.modemPollIntervalSeconds), reopen: Backoff = Backoff(),
         signalReporting: SignalReporting = .barBoundaries, cellInterval: Duration? = .seconds(60),
-        signalPollInterval: Duration? = nil, sessionRequery: Duration? = .seconds(10)
+        signalPollInterval: Duration? = nil, sessionRequery: Duration? = Defaults.duration(Defaults.modemSessionRequerySeconds)
     ) {
         self.read = read
         self.pollInterval = pollInterval

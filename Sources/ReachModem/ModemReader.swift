@@ -31,7 +31,7 @@ public struct ModemReadOptions: Sendable, Codable {
     public var signalPolicy: SignalPolicy
 
     public init(
-        requestTimeout: Duration = .seconds(5), readTimeout: Duration? = nil, access: ModemAccess = .auto,
+        requestTimeout: Duration = Defaults.duration(Defaults.modemRequestTimeoutSeconds), readTimeout: Duration? = nil, access: ModemAccess = .auto,
         sysfsRoot: String = "/sys", hardwareDatabasePath: String? = nil,
         logger: Logger = Logger.discarding(label: "gatewayreach.modem"),
         signalPolicy: SignalPolicy = .android

@@ -10,7 +10,7 @@
 
 import CGLibShims
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachLog
 import ReachTime
 import Synchronization
@@ -321,7 +321,7 @@ enum WorkerRun {
         let request = WorkerRequest(version: WorkerRequest.version, job: job, heartbeat: timing.heartbeat)
         let handle = WorkerHandle()
         continuation.onTermination = { _ in handle.stop() }
-        let started = startThread {
+        let started = startThread("worker") {
             switch WorkerProcess.start(launch, request: request, label: label) {
             case let .failure(end):
                 continuation.yield(.ended(end, fatalLog: nil))

@@ -8,7 +8,7 @@
 
 import CGLibShims
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachGLib
 import ReachLog
 import Synchronization
@@ -95,7 +95,7 @@ public enum ModemWorkerProcess {
             // The parent kills a worker that has not gone 2 s after it closed the socket. A polite end that would take
             // longer (a request in flight to a slow modem) is cut short first, so that this process still ends by
             // itself: the job is cancelled at 1.5 s (the close is still attempted), and the process exits at 1.8 s.
-            startThread {
+            startThread("wind-down") {
                 usleep(1_500_000)
                 job.cancel()
                 usleep(300_000)
@@ -149,7 +149,7 @@ final class WorkerLink: Sendable {
     /// Calls `onEnd` (once, on a thread of its own) when the parent closes its end of the socket or goes away.
     func watchForEnd(_ onEnd: @escaping @Sendable () -> Void) {
         let fd = self.fd
-        startThread {
+        startThread("parent") {
             var byte: UInt8 = 0
             while true {
                 let n = recv(fd, &byte, 1, 0)

@@ -6,7 +6,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import ReachFiles
+import ReachSystem
 
 struct SysFS: Sendable {
     /// The directory that stands for "/sys" (or "/dev").

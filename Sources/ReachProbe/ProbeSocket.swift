@@ -62,13 +62,13 @@ final class ProbeSocket {
 
     deinit { close(fd) }
 
-    /// A non-blocking, close-on-exec socket bound to `device`.
-    static func open(_ family: AddressFamily, type: Int32, protocol proto: Int32, device: String) -> Result<ProbeSocket, ProbeFailure> {
+    /// A non-blocking, close-on-exec socket bound to `device`; nil: not bound (the routing picks the way).
+    static func open(_ family: AddressFamily, type: Int32, protocol proto: Int32, device: String?) -> Result<ProbeSocket, ProbeFailure> {
         let domain = family == .ipv4 ? AF_INET : AF_INET6
         let fd = socket(domain, type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), proto)
         guard fd >= 0 else { return .failure(ProbeFailure("socket", errno: errno)) }
         let s = ProbeSocket(fd: fd, family: family)
-        if case let .failure(f) = s.bind(device: device) { return .failure(f) }
+        if let device, case let .failure(f) = s.bind(device: device) { return .failure(f) }
         return .success(s)
     }
 

@@ -6,7 +6,8 @@ import ReachCore
 
 /// What the probes of one round share: the uplink's interface and the time each probe may take.
 struct ProbeContext: Sendable {
-    var interface: String
+    /// nil: the socket is not bound to an interface (`EndpointProbe`).
+    var interface: String?
     var ifindex: Int
     var timeout: Duration
 }

@@ -4,7 +4,7 @@
 
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 
 public enum ValidationProber {
     /// The DNS servers `interface` was given, where a network manager wrote them down per interface
@@ -108,7 +108,7 @@ public enum ValidationProber {
     static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
             // No thread to be had (a process at its limit): run here rather than never.
-            if !startThread({ continuation.resume(returning: body()) }) { continuation.resume(returning: body()) }
+            if !startThread("probe", { continuation.resume(returning: body()) }) { continuation.resume(returning: body()) }
         }
     }
 }

@@ -3,11 +3,13 @@
 // Events are hints: a consumer re-reads what it needs (RouteResolver) rather than patching state from messages.
 // Habits from netifd's system-linux.c: sequence checks off for the event socket, a large receive buffer, and on an
 // overrun (ENOBUFS, events lost) a `.resync` event so the consumer re-reads everything instead of trusting stale
-// state; the buffer is doubled for next time.
+// state; the buffer is doubled for next time. One overrun is one `.resync`: the notices still queued behind it are
+// read and dropped (the re-read covers them) until the socket is empty, so a flood costs one re-read, not one per
+// notice.
 
 import CNetlinkShims
 import Glibc
-import ReachFiles
+import ReachSystem
 import ReachCore
 import Synchronization
 
@@ -40,9 +42,21 @@ public final class RouteMonitor: Sendable {
     public init(bufferBytes: Int = 1 << 20, startReading: Bool = true) throws(NetlinkError) {
         let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
         events = stream
-        worker = try Worker(continuation: continuation, bufferBytes: bufferBytes)
+        let sk = try Worker.subscribedSocket(bufferBytes: bufferBytes)
+        worker = try Worker(sk: sk, continuation: continuation, bufferBytes: bufferBytes)
         continuation.onTermination = { [worker] _ in worker.stop() }
         if startReading { try worker.start() }
+    }
+
+    /// Over a given connected socket, polling `readable` instead of the socket's descriptor for "notices queued"
+    /// (tests hand in a socket whose kernel is scripted, and a descriptor it makes readable).
+    init(adopting sk: OpaquePointer, readable: Int32, bufferBytes: Int = 1 << 20) throws(NetlinkError) {
+        let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
+        events = stream
+        nl_socket_disable_seq_check(sk)
+        worker = try Worker(sk: sk, readable: readable, continuation: continuation, bufferBytes: bufferBytes)
+        continuation.onTermination = { [worker] _ in worker.stop() }
+        try worker.start()
     }
 
     /// Starts reading notices (once; later calls do nothing).
@@ -57,6 +71,8 @@ public final class RouteMonitor: Sendable {
 /// The socket and its thread. Only the thread touches the socket after `start`; `stop` only writes to a self-pipe.
 private final class Worker: @unchecked Sendable {
     let sk: OpaquePointer
+    /// What the thread polls for notices: the socket's descriptor, or a scripted kernel's.
+    let readable: Int32
     /// A self-pipe: `stop` writes a byte, the thread's poll wakes and returns.
     let wakeRead: Int32
     let wakeWrite: Int32
@@ -64,9 +80,17 @@ private final class Worker: @unchecked Sendable {
     var bufferBytes: Int
     /// Set when a yield was dropped because the consumer is behind: the next event is a resync.
     var lost = false
+    /// Set from an overrun until the queue behind it is read: those notices are dropped, one `.resync` stands for
+    /// them all.
+    var overrun = false
+    /// Reads since the overrun; a flood that never lets the socket empty still gets its `.resync` after this many
+    /// (more notices than the largest buffer, 16 MiB, holds at ~256 bytes each).
+    var readsSinceOverrun = 0
+    static let overrunReadBound = 65536
     let state = Mutex<(started: Bool, stopped: Bool)>((false, false))
 
-    init(continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int) throws(NetlinkError) {
+    /// A NETLINK_ROUTE socket subscribed to the groups, non-blocking, with the receive buffer set.
+    static func subscribedSocket(bufferBytes: Int) throws(NetlinkError) -> OpaquePointer {
         guard let sk = nl_socket_alloc() else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_alloc") }
         nl_socket_disable_seq_check(sk)
         var r = nl_connect(sk, NETLINK_ROUTE)
@@ -88,6 +112,12 @@ private final class Worker: @unchecked Sendable {
         }
         _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
         _ = nl_socket_set_nonblocking(sk)
+        return sk
+    }
+
+    init(
+        sk: OpaquePointer, readable: Int32? = nil, continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int
+    ) throws(NetlinkError) {
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             nl_socket_free(sk)
@@ -95,6 +125,7 @@ private final class Worker: @unchecked Sendable {
         }
         for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         self.sk = sk
+        self.readable = readable ?? nl_socket_get_fd(sk)
         self.wakeRead = pipeFDs[0]
         self.wakeWrite = pipeFDs[1]
         self.continuation = continuation
@@ -112,7 +143,7 @@ private final class Worker: @unchecked Sendable {
         // The thread holds its own reference to the worker and ends by itself once woken: nobody joins it, because
         // `stop` runs from the stream's onTermination, under the Swift runtime's task lock, which the thread's own
         // `continuation.finish()` needs. (EAGAIN is the one way pthread_create fails without attributes.)
-        guard startThread({ [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
+        guard startThread("routes", { [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
         state.withLock { $0 = (true, false) }
     }
 
@@ -149,7 +180,7 @@ private final class Worker: @unchecked Sendable {
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, monitorValid, arg)
 
         var fds = [
-            pollfd(fd: nl_socket_get_fd(sk), events: Int16(POLLIN), revents: 0),
+            pollfd(fd: readable, events: Int16(POLLIN), revents: 0),
             pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
         ]
         while true {
@@ -163,26 +194,42 @@ private final class Worker: @unchecked Sendable {
             // ENOBUFS and clears it.)
             while true {
                 let r = nl_recvmsgs(sk, cb)
+                if overrun {
+                    readsSinceOverrun += 1
+                    if readsSinceOverrun >= Self.overrunReadBound { endOverrun() }
+                }
                 if r >= 0 { continue }
                 if -r == NLE_AGAIN { break }
                 if -r == NLE_NOMEM || -r == NLE_MSG_OVERFLOW || -r == NLE_MSG_TRUNC {
-                    // ENOBUFS: the kernel dropped notices. Grow the buffer and tell the consumer to re-read.
+                    // ENOBUFS: the kernel dropped notices. Grow the buffer; the consumer re-reads once the queue
+                    // behind the loss is read.
                     bufferBytes = min(bufferBytes * 2, 16 << 20)
                     _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
-                    emit(.resync)
+                    overrun = true
                     continue
                 }
                 if -r == NLE_BAD_SOCK { return }
                 // Anything else (a malformed message): skip it and keep listening; say state may be stale.
-                emit(.resync)
+                overrun = true
                 break
             }
+            // The queue is read: one `.resync`, after every notice it stands for, so the re-read that follows sees
+            // them all; notices from here on are events again.
+            if overrun { endOverrun() }
         }
+    }
+
+    private func endOverrun() {
+        overrun = false
+        readsSinceOverrun = 0
+        emit(.resync)
     }
 }
 
 private func monitorValid(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
     let w = Unmanaged<Worker>.fromOpaque(arg!).takeUnretainedValue()
+    // Behind an overrun: the `.resync` to come covers this notice.
+    if w.overrun { return Int32(NL_OK.rawValue) }
     let hdr = nlmsg_hdr(msg)!
     let len = Int(hdr.pointee.nlmsg_len)
     let payload = UnsafeRawPointer(hdr).advanced(by: 16)  // NLMSG_HDRLEN

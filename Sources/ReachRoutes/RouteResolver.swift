@@ -11,13 +11,34 @@ public final class RouteResolver {
     private let interfaceOverrides: [String: InterfaceKind]
     private let sysfs: SysfsLinkFacts
 
+    /// What one answer has read already, when the instance serves one answer (`oneAnswer`).
+    var memo: Memo?
+
+    /// The dumps and links one answer reads: each is asked once, however many parts of the answer (the route, the
+    /// uplinks, the underlay walk) need it.
+    struct Memo {
+        var rules: [AddressFamily: [PolicyRule]] = [:]
+        var defaults: [AddressFamily: [ParsedRoute]] = [:]
+        var links: [Int32: LinkState?] = [:]
+    }
+
     /// - Parameters:
     ///   - interfaceOverrides: configured interface kinds by name (e.g. `["ppp0": .wwan]`).
     ///   - sysfsRoot: where `class/net` lives (tests point it at a fake tree).
-    public init(interfaceOverrides: [String: InterfaceKind] = [:], sysfsRoot: String = "/sys") throws(NetlinkError) {
-        socket = try RouteSocket()
+    ///   - oneAnswer: the instance serves one answer (`RouteView.compute` makes one per answer): the rules, the default
+    ///     routes and each link are read from the kernel once and kept for its life. Off, every call asks anew.
+    public convenience init(
+        interfaceOverrides: [String: InterfaceKind] = [:], sysfsRoot: String = "/sys", oneAnswer: Bool = false
+    ) throws(NetlinkError) {
+        self.init(socket: try RouteSocket(), interfaceOverrides: interfaceOverrides, sysfsRoot: sysfsRoot, oneAnswer: oneAnswer)
+    }
+
+    /// Over a given socket (tests hand in one whose kernel is scripted).
+    init(socket: RouteSocket, interfaceOverrides: [String: InterfaceKind] = [:], sysfsRoot: String = "/sys", oneAnswer: Bool = false) {
+        self.socket = socket
         self.interfaceOverrides = interfaceOverrides
         self.sysfs = SysfsLinkFacts(root: sysfsRoot)
+        self.memo = oneAnswer ? Memo() : nil
     }
 
     // MARK: Address targets
@@ -127,6 +148,14 @@ public final class RouteResolver {
     }
 
     private func link(index: Int32, name wanted: String?) throws(NetlinkError) -> LinkState? {
+        if wanted == nil, let known = memo?.links[index] { return known }
+        let state = try readLink(index: index, name: wanted)
+        if memo != nil, let state { memo!.links[Int32(state.index)] = .some(state) }
+        if memo != nil, wanted == nil, state == nil { memo!.links[index] = .some(nil) }
+        return state
+    }
+
+    private func readLink(index: Int32, name wanted: String?) throws(NetlinkError) -> LinkState? {
         var link: OpaquePointer?
         let r = rtnl_link_get_kernel(socket.sk, index, wanted, &link)
         if r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV { return nil }
@@ -177,47 +206,23 @@ struct ParseFailure: Error {
     var code: Int32
 }
 
-/// A route message's fields, copied out of libnl's `rtnl_route` right away.
-struct ParsedRoute {
-    struct NextHop {
-        var ifindex: Int
-        var gateway: IPAddress?
-        var flags: UInt32
+/// A route message's fields (ReachCore's pure decoder over the message's bytes).
+typealias ParsedRoute = RouteMessage
+
+extension RouteMessage {
+    /// Decodes one RTM_NEWROUTE message; the error is a positive NLE_* code.
+    static func parse(_ hdr: UnsafeMutablePointer<nlmsghdr>) -> Result<RouteMessage, ParseFailure> {
+        guard Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWROUTE), let payload = Self.payload(hdr),
+            let route = RouteMessage(payload: Array(payload))
+        else { return .failure(ParseFailure(code: Int32(NLE_PARSE_ERR))) }
+        return .success(route)
     }
 
-    var type: Int
-    var table: Int
-    var metric: Int
-    var dstLength: Int
-    var preferredSource: IPAddress?
-    var nextHops: [NextHop]
-
-    /// Parses one RTM_NEWROUTE message with `rtnl_route_parse`; the error is a positive NLE_* code.
-    static func parse(_ hdr: UnsafeMutablePointer<nlmsghdr>) -> Result<ParsedRoute, ParseFailure> {
-        var route: OpaquePointer?
-        let r = rtnl_route_parse(hdr, &route)
-        guard r >= 0, let route else { return .failure(ParseFailure(code: r < 0 ? -r : Int32(NLE_PARSE_ERR))) }
-        defer { rtnl_route_put(route) }
-        var hops: [NextHop] = []
-        for i in 0..<Int(rtnl_route_get_nnexthops(route)) {
-            guard let nh = rtnl_route_nexthop_n(route, Int32(i)) else { continue }
-            // RTA_GATEWAY, or RTA_VIA (an IPv6 next hop for an IPv4 route, RFC 5549).
-            let gw = address(rtnl_route_nh_get_gateway(nh)) ?? address(rtnl_route_nh_get_via(nh))
-            hops.append(NextHop(ifindex: Int(rtnl_route_nh_get_ifindex(nh)), gateway: gw, flags: rtnl_route_nh_get_flags(nh)))
-        }
-        let dst = rtnl_route_get_dst(route)
-        return .success(
-            ParsedRoute(
-                type: Int(rtnl_route_get_type(route)), table: Int(rtnl_route_get_table(route)),
-                metric: Int(rtnl_route_get_priority(route)), dstLength: dst.map { Int(nl_addr_get_prefixlen($0)) } ?? 0,
-                preferredSource: address(rtnl_route_get_pref_src(route)), nextHops: hops))
-    }
-
-    /// The bytes of a libnl address, or nil for none or a zero-length one.
-    static func address(_ a: OpaquePointer?) -> IPAddress? {
-        guard let a, let bin = nl_addr_get_binary_addr(a) else { return nil }
-        let len = Int(nl_addr_get_len(a))
-        guard len == 4 || len == 16 else { return nil }
-        return IPAddress(bytes: Array(UnsafeRawBufferPointer(start: bin, count: len)))
+    /// The bytes after the nlmsghdr, in place (nil when the length says there are none).
+    static func payload(_ hdr: UnsafeMutablePointer<nlmsghdr>) -> UnsafeRawBufferPointer? {
+        let total = Int(hdr.pointee.nlmsg_len)
+        let headerLength = 16  // NLMSG_HDRLEN
+        guard total > headerLength else { return nil }
+        return UnsafeRawBufferPointer(start: UnsafeRawPointer(hdr).advanced(by: headerLength), count: total - headerLength)
     }
 }

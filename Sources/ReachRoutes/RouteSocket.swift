@@ -68,17 +68,34 @@ final class RouteSocket {
     let sk: OpaquePointer
 
     /// - Parameter receiveTimeout: bounds every wait for the kernel (it always answers; this guards a broken setup).
-    init(receiveTimeout: Duration = .seconds(2)) throws(NetlinkError) {
+    convenience init(receiveTimeout: Duration = .seconds(2)) throws(NetlinkError) {
         guard let sk = nl_socket_alloc() else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_alloc") }
         let r = nl_connect(sk, NETLINK_ROUTE)
         if r < 0 {
             nl_socket_free(sk)
             throw NetlinkError(.library(-r), call: "nl_connect(NETLINK_ROUTE)")
         }
-        self.sk = sk
+        self.init(adopting: sk)
         let (secs, attos) = receiveTimeout.components
         var tv = timeval(tv_sec: Int(secs), tv_usec: Int(attos / 1_000_000_000_000))
         _ = setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Owns a connected socket (tests hand in one whose send and receive a scripted kernel answers).
+    /// A dump's datagrams are read whole into a 32 KiB buffer, as iproute2 reads them, instead of libnl's default of
+    /// peeking at each one's size first (two system calls a datagram); the kernel fills datagrams up to the size a
+    /// reader's buffer has shown (netlink_dump), so a big table comes in a quarter of the datagrams too.
+    init(adopting sk: OpaquePointer) {
+        self.sk = sk
+        nl_socket_disable_msg_peek(sk)
+        _ = nl_socket_set_msg_buf_size(sk, 32768)
+    }
+
+    /// Turns NETLINK_GET_STRICT_CHK on or off: with it on, a dump request's header and attributes are filters the
+    /// kernel applies (Linux 4.20+). False when the kernel refuses the option.
+    func strictChecking(_ on: Bool) -> Bool {
+        var value: Int32 = on ? 1 : 0
+        return setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
     }
 
     deinit { nl_socket_free(sk) }
@@ -92,7 +109,12 @@ final class RouteSocket {
         let sent = nl_send_auto(sk, msg)
         if sent < 0 { throw NetlinkError(.library(-sent), call: "\(call) send") }
 
-        guard let cb = nl_cb_alloc(NL_CB_DEFAULT) else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_cb_alloc") }
+        // A copy of the socket's own callback set: it carries whatever the socket was set up with (a scripted
+        // kernel's send and receive in the tests), and the custom handlers below stay on the copy.
+        guard let own = nl_socket_get_cb(sk) else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_get_cb") }
+        let copy = nl_cb_clone(own)
+        nl_cb_put(own)
+        guard let cb = copy else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_cb_clone") }
         defer { nl_cb_put(cb) }
         let ex = Exchange(onMessage: onMessage)
         let arg = Unmanaged.passUnretained(ex).toOpaque()

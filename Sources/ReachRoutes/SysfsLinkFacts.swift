@@ -4,7 +4,7 @@
 
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 
 struct SysfsLinkFacts {
     let root: String

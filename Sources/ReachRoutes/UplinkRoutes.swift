@@ -1,6 +1,7 @@
 // The route facts behind uplinks: every default route of the main table and of the tables `ip rule`s point to
 // (mwan3 keeps one table per WAN, reached by firewall mark), read with two dumps per family: RTM_GETRULE and
-// RTM_GETROUTE, as `ip rule show` and `ip route show table all` ask them.
+// RTM_GETROUTE, as `ip rule show` and `ip route show table all` ask them. With one table to read (no rule points
+// elsewhere), the route dump asks the kernel for that table alone (a strict-checking dump filter, Linux 4.20+).
 
 import CNetlinkShims
 import Glibc
@@ -10,6 +11,13 @@ extension RouteResolver {
     /// The policy rules of a family (RTM_GETRULE dump). A kernel built without policy routing
     /// (CONFIG_IP_MULTIPLE_TABLES off) refuses the dump: that is no rules, and only the main table counts.
     public func policyRules(_ family: AddressFamily) throws(NetlinkError) -> [PolicyRule] {
+        if let known = memo?.rules[family] { return known }
+        let rules = try readPolicyRules(family)
+        memo?.rules[family] = rules
+        return rules
+    }
+
+    private func readPolicyRules(_ family: AddressFamily) throws(NetlinkError) -> [PolicyRule] {
         guard let msg = nlmsg_alloc_simple(Int32(RTM_GETRULE), NLM_F_DUMP) else {
             throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
         }
@@ -77,8 +85,7 @@ extension RouteResolver {
         var links: [Int: LinkState?] = [:]
         var out: [RouteLookup] = []
         for family in [AddressFamily.ipv4, .ipv6] {
-            let tables = PolicyRule.countedTables(try policyRules(family), family: family)
-            for route in try defaultRouteDump(family) where tables.contains(route.table) {
+            for route in try defaultRouteDump(family) {
                 for hop in route.nextHops {
                     if links[hop.ifindex] == nil { links[hop.ifindex] = .some(try link(index: hop.ifindex)) }
                     out.append(
@@ -110,22 +117,44 @@ extension RouteResolver {
         return Uplink.group(routes: routes, specs: specs, links: links, primaryInterface: primaryInterface)
     }
 
-    /// The unicast default routes of a family in every table, as the kernel dumps them (one RTM_GETROUTE dump).
+    /// The unicast default routes of a family in the tables that make uplinks (`PolicyRule.countedTables`, the main
+    /// table always among them), from one RTM_GETROUTE dump. Routes to anything but 0/0 are skipped on their header's
+    /// bytes, without being decoded.
     func defaultRouteDump(_ family: AddressFamily) throws(NetlinkError) -> [ParsedRoute] {
+        if let known = memo?.defaults[family] { return known }
+        let tables = PolicyRule.countedTables(try policyRules(family), family: family)
+        let routes = try dumpDefaults(family, onlyTable: tables.count == 1 ? tables.first : nil).filter {
+            tables.contains($0.table)
+        }
+        memo?.defaults[family] = routes
+        return routes
+    }
+
+    /// One RTM_GETROUTE dump of a family's unicast default routes; with `onlyTable`, the kernel is asked for that
+    /// table alone (NETLINK_GET_STRICT_CHK on for the request, RTA_TABLE as the filter: `ip route show table N` asks
+    /// the same way). A kernel without strict checking refuses the option and dumps every table.
+    func dumpDefaults(_ family: AddressFamily, onlyTable: Int?) throws(NetlinkError) -> [ParsedRoute] {
         guard let msg = nlmsg_alloc_simple(Int32(RTM_GETROUTE), NLM_F_DUMP) else {
             throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nlmsg_alloc_simple")
         }
         var rtm = rtmsg()
         rtm.rtm_family = UInt8(family == .ipv4 ? AF_INET : AF_INET6)
-        let appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
+        var appended = nlmsg_append(msg, &rtm, MemoryLayout<rtmsg>.size, 4 /* NLMSG_ALIGNTO */)
+        let filtered = onlyTable != nil && appended == 0 && socket.strictChecking(true)
+        if filtered, let table = onlyTable {
+            appended = nla_put_u32(msg, Int32(RTA_TABLE.rawValue), UInt32(truncatingIfNeeded: table))
+        }
+        defer { if filtered { _ = socket.strictChecking(false) } }
         if appended < 0 {
             nlmsg_free(msg)
             throw NetlinkError(.library(-appended), call: "RTM_GETROUTE dump build")
         }
         var routes: [ParsedRoute] = []
         try socket.exchange(msg, call: "RTM_GETROUTE dump \(family.rawValue)") { hdr in
-            guard case let .success(r) = ParsedRoute.parse(hdr) else { return }
-            if r.dstLength == 0, r.type == Int(RTN_UNICAST), !r.nextHops.isEmpty { routes.append(r) }
+            guard Int32(hdr.pointee.nlmsg_type) == Int32(RTM_NEWROUTE), let payload = ParsedRoute.payload(hdr),
+                ParsedRoute.isDefault(payload: payload), let r = ParsedRoute(payload: Array(payload)), !r.nextHops.isEmpty
+            else { return }
+            routes.append(r)
         }
         return routes
     }

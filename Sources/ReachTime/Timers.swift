@@ -12,7 +12,7 @@
 // system is suspended). The wait itself is poll(2) with a relative timeout, recomputed at every wake-up.
 
 import Glibc
-import ReachFiles
+import ReachSystem
 import Synchronization
 
 public final class Timers: Sendable {
@@ -103,7 +103,7 @@ public final class Timers: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
         let wake = fds[0]
-        guard ReachFiles.startThread({ timers.run(wake: wake) }) else {
+        guard ReachSystem.startThread("timers", { timers.run(wake: wake) }) else {
             close(fds[0])
             close(fds[1])
             return nil

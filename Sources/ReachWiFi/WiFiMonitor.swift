@@ -15,7 +15,7 @@
 import CNetlinkShims
 import Glibc
 import ReachCore
-import ReachFiles
+import ReachSystem
 import Synchronization
 
 public final class WiFiMonitor: Sendable {
@@ -33,7 +33,7 @@ public final class WiFiMonitor: Sendable {
         public var singleThresholdOnly: Bool
 
         public init(
-            interface: String? = nil, pollInterval: Duration = .seconds(30),
+            interface: String? = nil, pollInterval: Duration = Defaults.duration(Defaults.wifiPollIntervalSeconds),
             fallbackPollInterval: Duration = .seconds(5),
             signalThresholds: [Int32] = SignalThresholdPlan.barBoundaries, hysteresis: UInt32 = 2,
             singleThresholdOnly: Bool = false
@@ -104,7 +104,7 @@ public final class WiFiMonitor: Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
         // No thread to be had: the loop runs here, as the monitor cannot work without it.
-        if !startThread({ loop.run() }) { loop.run() }
+        if !startThread("wifi", { loop.run() }) { loop.run() }
     }
 
     /// A monitor of one interface (or all, for nil) with the default options.

@@ -12,15 +12,7 @@ final class ControlSocket {
     /// Binds and listens on `path` (replacing a stale socket file, never any other file).
     /// The corresponding C functions are `socket`, `bind` and `listen`.
     init(path: String) throws(SystemError) {
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            throw SystemError("bind", path, errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
+        var addr = try Self.address(path, for: "bind")
         if Sys.isSocket(path) { unlink(path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket", path) }
@@ -40,6 +32,53 @@ final class ControlSocket {
         Sys.setNonBlocking(fd)
         self.path = path
         self.listener = fd
+    }
+
+    /// The socket address of `path`; a path too long for it is an error of `call`.
+    static func address(_ path: String, for call: String) throws(SystemError) -> sockaddr_un {
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+            throw SystemError(call, path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        return addr
+    }
+
+    /// The client side (`reach-modem-sim ctl`): sends one line to the simulator listening at `path` and returns its
+    /// one-line answer, waiting at most `timeoutMs` for it. The corresponding C functions are `socket`, `connect`,
+    /// `write`, `poll` and `read`.
+    static func exchange(_ path: String, _ line: String, timeoutMs: Int32 = 10_000) throws(SystemError) -> String {
+        var addr = try address(path, for: "connect")
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket", path) }
+        defer { close(fd) }
+        let connected = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw SystemError("connect", path) }
+        var out = ArraySlice(Array((line + "\n").utf8))
+        while !out.isEmpty {
+            let n = try Sys.writeSome(fd, out)
+            out = out.dropFirst(n)
+        }
+        Sys.setNonBlocking(fd)
+        let deadline = Sys.monotonicMs() + UInt64(timeoutMs)
+        var reply: [UInt8] = []
+        while true {
+            if let nl = reply.firstIndex(of: UInt8(ascii: "\n")) { return String(decoding: reply[..<nl], as: UTF8.self) }
+            let now = Sys.monotonicMs()
+            guard now < deadline else { throw SystemError("no answer within \(timeoutMs) ms from", path, errno: ETIMEDOUT) }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, Int32(deadline - now)) < 0 && errno != EINTR { throw SystemError("poll", path) }
+            guard let chunk = try Sys.readAvailable(fd) else {
+                throw SystemError("read", path + " (closed before answering)", errno: ECONNRESET)
+            }
+            reply += chunk
+        }
     }
 
     func acceptClients() {

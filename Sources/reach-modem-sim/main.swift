@@ -11,6 +11,7 @@ let usage = """
     usage: reach-modem-sim --scenario FILE [--link PATH] [--control PATH] [--replay FILE] [--log FILE] [--verbose]
                            [--clock-on-open] [--garbage SEED | --mutate SEED]
            reach-modem-sim --replay FILE [--link PATH] [--control PATH] [--log FILE] [--verbose]
+           reach-modem-sim ctl SOCKET KEY=VALUE...
 
     A QMI (QMUX) or MBIM modem on a pseudo-terminal, for testing modem clients without hardware.
 
@@ -31,6 +32,16 @@ let usage = """
                         (SEED: 0-18446744073709551615; the same seed sends the same bytes)
       --check           only validate the scenario / capture and exit (0 when usable, 65 when not)
       --help            this text
+
+    ctl SOCKET KEY=VALUE...: one control line to a running simulator's --control socket; prints its answer.
+      KEY is a dotted path into the state (signal.rsrp_dbm, registration, operator.name), or fault, refuse,
+      indicate, quiet or query; VALUE is JSON (-110, null, true, [], {...}) or else a plain string. A partial
+      state merges into the current one. For example:
+        reach-modem-sim ctl /tmp/sim.sock signal.rsrp_dbm=-110
+        reach-modem-sim ctl /tmp/sim.sock registration=searching access_technologies=[] operator=null
+        reach-modem-sim ctl /tmp/sim.sock query=state
+      Exit status: 0 when the simulator took it; 64 bad usage; 65 the simulator refused it (its error is
+      printed); 71 no simulator answers at SOCKET.
 
     Prints "pty: /dev/pts/N" (and "link: PATH") on standard output at once; clients open that path, e.g.
       qmicli -d /dev/pts/N --device-open-qmi --nas-get-system-info
@@ -100,6 +111,38 @@ func parseArguments(_ args: [String]) -> Options {
     }
     guard o.scenario != nil || o.replay != nil else { fail(64, "--scenario or --replay is required\n\(shortUsage)") }
     return o
+}
+
+/// `reach-modem-sim ctl SOCKET KEY=VALUE...`: a client of the control socket, so no socat is needed.
+func runControlClient(_ args: [String]) -> Never {
+    let ctlUsage = "usage: reach-modem-sim ctl SOCKET KEY=VALUE...\n(--help for more)"
+    guard let socketPath = args.first else { fail(64, "ctl needs a SOCKET and at least one KEY=VALUE\n\(ctlUsage)") }
+    if socketPath == "--help" || socketPath == "-h" {
+        emit(1, usage + "\n")
+        exit(0)
+    }
+    let line: String
+    do {
+        line = try ControlCommand.line(Array(args.dropFirst()))
+    } catch {
+        fail(64, "\(error)\n\(ctlUsage)")
+    }
+    let reply: String
+    do {
+        reply = try ControlSocket.exchange(socketPath, line)
+    } catch {
+        fail(71, "ctl: \(error) (is reach-modem-sim running with --control \(socketPath)?)")
+    }
+    let answer = try? JSON.parse(reply)
+    guard answer?["ok"]?.boolValue == true else {
+        fail(65, "ctl: the simulator refused \(line): \(answer?["error"]?.stringValue ?? reply)")
+    }
+    emit(1, reply + "\n")
+    exit(0)
+}
+
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "ctl" {
+    runControlClient(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 let options = parseArguments(Array(CommandLine.arguments.dropFirst()))

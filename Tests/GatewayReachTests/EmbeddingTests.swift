@@ -21,8 +21,7 @@ import Testing
         return scratch + "/debug/reach-embed"
     }
 
-    @Test func anotherPackageWatchesTheRouteThroughNotifyAndUpdates() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func anotherPackageWatchesTheRouteThroughNotifyAndUpdates() async throws {
         let binary = try await Self.build()
         let ns = try Namespace("embed")
         try ns.ip("link", "add", "eth0", "type", "veth", "peer", "name", "up0")
@@ -54,4 +53,65 @@ import Testing
         #expect(lines().last == "stopped by signal \(SIGINT)")
         #expect(lines().filter { $0.hasPrefix("updates") }.count == 2, "one line per reported change: \(lines())")
     }
+
+    /// The README's modem embedding, as the example does it: a modem port named with its protocol and the netdev it
+    /// carries (`ModemPortSpec`), read in a worker process of the program's own (the opt-in), through `refresh()`, the
+    /// one-shot `GatewayReach.status` and a running instance that sees the data session drop.
+    @Test(.needsRoot, .needsSimulator) func anotherPackageReadsAModemThroughItsWorker() async throws {
+        let binary = try await Self.build()
+        let ns = try Namespace("embed-wwan")
+        defer { ns.delete() }
+        try ns.attachedTun("wwan0")
+        try ns.ip("addr", "add", "10.20.0.2", "peer", "10.20.0.1", "dev", "wwan0")
+        try ns.ip("link", "set", "wwan0", "up")
+        try ns.ip("route", "add", "default", "dev", "wwan0")
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
+        defer { sim.stop() }
+        let modem = ["--modem", "\(sim.link):qmi:wwan0", "--no-wifi"]
+        let modemLine = "  modem \(sim.link) wwan0 home bars="
+
+        for command in [["status", "--worker"], ["once", "--worker"], ["once"]] {
+            let r = try await ns.exec([binary] + command + modem, timeout: 60)
+            #expect(r.status == 0, "\(command): \(r.stdout)\(r.stderr)")
+            #expect(r.stdout.contains("\(command[0]) wwan wwan 4g reachable=true"), "\(command): \(r.stdout)")
+            #expect(r.stdout.contains(modemLine) && !r.stdout.contains("error:"), "\(command): \(r.stdout)")
+        }
+        // A netdev is part of the port's name here: without it the modem could not be tied to the route.
+        let bad = try await ns.exec([binary, "once", "--modem", "\(sim.link):qmi"], timeout: 30)
+        #expect(bad.status == 64 && bad.stderr.contains("usage:"), "\(bad.stderr)")
+
+        let watch = try await Spawned.start(
+            ["ip", "netns", "exec", ns.name, binary, "watch", "--worker", "--hold-down", "0.2"] + modem,
+            stdout: .capture, stderr: .capture)
+        func lines() -> [String] { (watch.stdout?.text ?? "").split(separator: "\n").map(String.init) }
+        #expect(await TestSupport.eventually(timeout: 30) { lines().contains("updates wwan wwan 4g reachable=true") },
+                "\(lines()) \(watch.errorText)")
+        // The worker: this program started again as `modem-worker`, a child of the watching process.
+        let programs = try await Self.commandLines(in: ns)
+        let workers = programs.filter { $0.parent == watch.pid && $0.argv.contains("modem-worker") }
+        #expect(workers.count == 1, "\(programs)")
+        #expect(try await sim.control(#"{"set":{"data_sessions":[{"state":"disconnected"}]}}"#).contains("true"))
+        #expect(await TestSupport.eventually(timeout: 15) {
+            lines().contains("updates none none 4g reachable=false") && lines().contains("notify none none 4g reachable=false")
+        }, "\(lines())")
+        watch.signal(SIGINT)
+        #expect(await watch.wait(timeout: 10) == 0, "\(watch.errorText)")
+    }
+
+    /// The programs running in `ns`: pid, parent pid and arguments.
+    static func commandLines(in ns: Namespace) async throws -> [(pid: Int32, parent: Int32, argv: [String])] {
+        let pids = try await TestSupport.sh(["ip", "netns", "pids", ns.name]).split(whereSeparator: \.isWhitespace)
+        return pids.compactMap { text -> (Int32, Int32, [String])? in
+            guard let pid = Int32(text),
+                let cmdline = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8),
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // stat: "pid (comm) state ppid …"; the command may hold spaces and parentheses, so read after the last ")".
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, let parent = Int32(fields[1]) else { return nil }
+            return (pid, parent, cmdline.split(separator: "\0").map(String.init))
+        }
+    }
+
 }

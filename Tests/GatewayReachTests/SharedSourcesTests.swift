@@ -26,8 +26,7 @@ import Testing
         }
     }
 
-    @Test func instancesShareTheirSourcesAndTheLastStopClosesThem() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func instancesShareTheirSourcesAndTheLastStopClosesThem() async throws {
         let probe = TestPaths.product("reachability-probe")
         try #require(TestPaths.isBuilt(probe), "reachability-probe is built with the tests")
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")

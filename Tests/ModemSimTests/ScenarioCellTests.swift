@@ -29,12 +29,13 @@ import Testing
     @Test func signalWalkExpandsIntoTheTimeline() throws {
         let s = try ScenarioParser.parse(Self.lte(#","timeline":[{"at_ms":5000,"indicate":true}],"signal_walk":{"every_ms":4000,"start_ms":4000,"repeat":2,"steps":[{"rsrp_dbm":-110},{"rsrp_dbm":-100,"nr":{"rsrp_dbm":-90}}]}"#))
         #expect(s.timeline.map(\.atMs) == [4000, 5000, 8000, 12000, 16000])
-        let signals = s.timeline.compactMap { $0.operation.set?.signal }
+        // Each step is the whole reading, so it reads the same whatever came before it.
+        let signals = s.timeline.compactMap { $0.operation.set?.signal?.applied(to: SignalMeasurement(rssi: -1, rscp: -99)) }
         #expect(signals.map(\.rsrp) == [-110, -100, -110, -100])
-        #expect(signals.allSatisfy { $0.rsrq == -10 })
-        #expect(s.timeline[2].operation.set?.nrSignal == .some(SignalMeasurement(rsrp: -90)))
+        #expect(signals.allSatisfy { $0.rsrq == -10 && $0.rscp == nil && $0.rssi == s.state.signal.rssi })
+        #expect(s.timeline[2].operation.set?.nrSignal == .some(MeasurementPatch(replacingWith: SignalMeasurement(rsrp: -90))))
         let shipped = try Repo.scenario("qmi-timeline-signal-walk")
-        #expect(shipped.timeline.compactMap { $0.operation.set?.signal?.rsrp } == [-110, -100, -85, -120, -95])
+        #expect(shipped.timeline.compactMap { $0.operation.set?.signal?.applied(to: SignalMeasurement()).rsrp } == [-110, -100, -85, -120, -95])
         #expect(shipped.timeline.map(\.atMs) == [4000, 8000, 12000, 16000, 20000])
     }
 

@@ -53,11 +53,9 @@ import Testing
         return (child, try JSON.parse(line))
     }
 
-    @Test func unprivilegedCrowdsLockNeitherRootNorTheGroupOut() async throws {
-        guard TestSupport.privileged("agent API abuse"),
-              TestSupport.requirement(FileManager.default.isExecutableFile(atPath: AgentAPITests.python), "the PyPI varlink venv (scripts/setup)"),
-              TestSupport.requirement(TestSupport.find("setpriv") != nil && TestSupport.find("unshare") != nil, "setpriv and unshare (util-linux)")
-        else { return }
+    @Test(
+        .needsRoot, .needs(FileManager.default.isExecutableFile(atPath: AgentAPITests.python), "the PyPI varlink venv (scripts/setup)"),
+        .needs(TestSupport.find("setpriv") != nil && TestSupport.find("unshare") != nil, "setpriv and unshare (util-linux)")) func unprivilegedCrowdsLockNeitherRootNorTheGroupOut() async throws {
         let started = ContinuousClock.now
         let ns = try EndToEndTests.namespace()
         let dir = try makeTempDir("reach-abuse")

@@ -93,10 +93,8 @@ import Testing
     /// bytes and a subscriber that never reads hit the socket. Every change line is written, in time by the agent's
     /// own clock; no reader sees a torn file; the subscriber gets each change line once, in order; a good client is
     /// still answered; the final state agrees with `reach status --json --direct`.
-    @Test func stateFileAndVarlinkUnderAFlippingRouteAndHostileClients() async throws {
-        guard TestSupport.privileged("agent API end to end"),
-              TestSupport.requirement(FileManager.default.isExecutableFile(atPath: Self.python), "the PyPI varlink venv (scripts/setup)")
-        else { return }
+    @Test(
+        .needsRoot, .needs(FileManager.default.isExecutableFile(atPath: Self.python), "the PyPI varlink venv (scripts/setup)")) func stateFileAndVarlinkUnderAFlippingRouteAndHostileClients() async throws {
         let ns = try EndToEndTests.namespace()
         let dir = try makeTempDir("reach-api")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -264,8 +262,7 @@ import Testing
 
     /// The agent reads the simulated modem; `reach status` beside it takes the modem from the agent and opens no
     /// port of its own: the simulator's frame log does not grow. `--direct` does open it (so the check can fail).
-    @Test func statusBesideTheAgentOpensNoModem() async throws {
-        guard TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built") else { return }
+    @Test(.needs(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")) func statusBesideTheAgentOpensNoModem() async throws {
         let dir = try makeTempDir("reach-api-sim")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
@@ -314,8 +311,7 @@ import Testing
     /// A hook that sleeps 600 s (timeout 1 s) beside one that records each event, and a world-writable one: change
     /// lines keep coming in time by the agent's own clock, the hanging hook leaves nothing behind, the recorder
     /// catches up with the last change, the world-writable hook never runs.
-    @Test func aHangingHookDelaysNoLineAndLeavesNothingBehind() async throws {
-        guard TestSupport.privileged("hooks end to end") else { return }
+    @Test(.needsRoot) func aHangingHookDelaysNoLineAndLeavesNothingBehind() async throws {
         let ns = try EndToEndTests.namespace()
         let dir = try makeTempDir("reach-api-hooks")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -368,8 +364,7 @@ import Testing
 
     /// rpcd runs an exec plugin as `PLUGIN list` and `PLUGIN call METHOD` with the arguments on stdin, with a bare
     /// environment, under OpenWrt's busybox ash: done here the same way with Debian's busybox.
-    @Test func rpcdPluginListsAndServesTheStateFile() async throws {
-        guard TestSupport.requirement(TestSupport.find("busybox") != nil, "busybox (scripts/setup)") else { return }
+    @Test(.needs(TestSupport.find("busybox") != nil, "busybox (scripts/setup)")) func rpcdPluginListsAndServesTheStateFile() async throws {
         let dir = try makeTempDir("reach-rpcd")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let agent = try await EndToEndTests.AgentProcess.start(config: Self.config(dir), dir: dir)

@@ -109,17 +109,11 @@ extension JSON {
     var modem: JSON? { self["wwan"]?.arrayValue?.first }
 }
 
-@Suite(.serialized) struct DataSessionTests {
+@Suite(.serialized, .needsRoot, .needsSimulator) struct DataSessionTests {
     static let protocols = ["qmi", "mbim"]
-
-    static func privileged() -> Bool {
-        TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)")
-            && TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")
-    }
 
     @Test(arguments: protocols)
     func connectedIsReachableOverWWAN(proto: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto)
         defer { lab.stop() }
         let (j, exit, text) = try await lab.status()
@@ -135,7 +129,6 @@ extension JSON {
 
     @Test(arguments: protocols)
     func disconnectedNeedsAConnection(proto: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto, sessions: #"[{"state":"disconnected"}]"#)
         defer { lab.stop() }
         let (j, exit, text) = try await lab.status()
@@ -149,7 +142,6 @@ extension JSON {
 
     @Test(arguments: [("qmi", "searching"), ("mbim", "searching"), ("qmi", "denied"), ("mbim", "denied")])
     func notRegisteredIsNotReachable(proto: String, registration: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto, scenario: try String(
             contentsOfFile: "\(TestPaths.scenarios)/\(proto)-\(registration == "denied" ? "denied-reject-cause" : "searching").json",
             encoding: .utf8))
@@ -171,7 +163,6 @@ extension JSON {
     /// JSON says what could not be read.
     @Test(arguments: protocols)
     func unreadableModemLeavesTheRouteStanding(proto: String) async throws {
-        guard Self.privileged() else { return }
         let silent = try await WWANLab.start(proto, faults: #"["silence"]"#)
         defer { silent.stop() }
         let (j, exit, text) = try await silent.status()
@@ -203,7 +194,6 @@ extension JSON {
 
     @Test(arguments: protocols)
     func ethernetIsUntouchedByADeadModem(proto: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto, registration: "searching", ethernet: true)
         defer { lab.stop() }
         let (j, exit, _) = try await lab.status()
@@ -220,7 +210,6 @@ extension JSON {
     /// An IPv6-only carrier (464XLAT): the IPv4 observer reads disconnected, the IPv6 one connected.
     @Test(arguments: protocols)
     func ipv6OnlySessionIsConnected(proto: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto, sessions: #"[{"ip_types":["ipv6"],"state":"connected"}]"#, v4: false, v6: true)
         defer { lab.stop() }
         let (j, exit, text) = try await lab.status()
@@ -236,7 +225,6 @@ extension JSON {
     /// A session on mux id 1 (QMI) / session id 1 (MBIM), the link's channel given by modems.ports[].mux_id.
     @Test(arguments: protocols)
     func sessionOnAKnownMuxIsConnected(proto: String) async throws {
-        guard Self.privileged() else { return }
         let key = proto == "qmi" ? "mux_id" : "session_id"
         let lab = try await WWANLab.start(
             proto, interface: proto == "qmi" ? "qmimux0" : "wwan0", sessions: #"[{"\#(key)":1,"state":"connected"}]"#,
@@ -259,7 +247,6 @@ extension JSON {
     /// qmi_wwan names its QMAP links qmimuxN; without sysfs qmap/mux_id (a tun here) and without configuration the
     /// mux id is unknown: the session is unknown and the route stands.
     @Test func multiplexedLinkWithoutMuxIDIsUnknownNeverDown() async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("qmi", interface: "qmimux0", sessions: #"[{"mux_id":1,"state":"connected"}]"#)
         defer { lab.stop() }
         let (j, exit, text) = try await lab.status()

@@ -64,6 +64,111 @@ import Testing
         #expect(checks.first { $0.id.hasSuffix(".registration") }?.detail.contains("reject cause 3") == true)
     }
 
+    /// Issue 31: while registration is denied every modem check is still listed (the radio one as skip, with why),
+    /// and data is not "attached" when the modem does not say so.
+    @Test(arguments: [PacketServiceState?.none, .unknown, .detached, .attached])
+    func deniedListsEveryCheck(packetService: PacketServiceState?) {
+        var m = Self.modem(registration: .denied, attached: packetService)
+        m.rejectCause = 15
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [m])))
+        let id = "modem[/dev/cdc-wdm0]"
+        let healthy = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [Self.modem()])))
+        #expect(checks.map(\.id) == healthy.map(\.id), "the same checks as on a healthy modem")
+        let radio = checks.first { $0.id == id + ".radio" }
+        #expect(radio?.status == .skip && radio?.detail.contains("not registered (denied)") == true, "\(String(describing: radio))")
+        let data = checks.first { $0.id == id + ".data" }
+        if packetService == .attached {
+            #expect(data?.status == .ok && data?.detail.contains("packet service attached") == true)
+        } else {
+            #expect(data?.status == .fail, "\(String(describing: data))")
+            #expect(data?.detail.contains("attached") == false || data?.detail.contains("not attached") == true)
+        }
+        let registration = checks.first { $0.id == id + ".registration" }
+        #expect(registration?.detail.contains("reject cause 15 (no suitable cells in location/tracking area)") == true)
+        #expect(registration?.hint == RejectCause.hint(15))
+    }
+
+    /// Modems on and none found: the skip says where discovery looked, as `reach status` does.
+    @Test func noModemSaysWhereItLooked() {
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet))))
+        let modem = checks.first { $0.id == "modem" }
+        #expect(modem?.status == .skip)
+        #expect(modem?.detail == "no modem found (looked at /sys/class/usbmisc/cdc-wdm*, /sys/class/wwan)", "\(String(describing: modem))")
+    }
+
+    /// A modem that never reports packet service is not taken as attached, however well its interface looks.
+    @Test func unreportedPacketServiceIsNoAttach() {
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [Self.modem(attached: nil)])))
+        let data = checks.first { $0.id == "modem[/dev/cdc-wdm0].data" }
+        #expect(data?.status == .warn && data?.detail.contains("packet service not reported") == true, "\(String(describing: data))")
+    }
+
+    /// Every reject cause ModemManager names (MMNetworkError in ModemManager-enums.h, 2…113) has words and a hint
+    /// of its own; the registration check gives that hint.
+    @Test func everyRejectCauseHasWordsAndAHint() {
+        let modemManager = [
+            2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 25, 26, 27, 28, 29, 30, 31,
+            32, 33, 34, 35, 38, 39, 40, 41, 42, 43, 44, 45, 46, 48, 49, 50, 51, 62, 65, 66, 67, 69, 71, 72, 73, 74, 75,
+            76, 77, 90, 91, 92, 95, 96, 97, 98, 99, 100, 101, 111, 112, 113,
+        ]
+        for cause in modemManager {
+            #expect(RejectCause.words(cause) != nil, "cause \(cause) has no words")
+            #expect(RejectCause.hint(cause) != nil, "cause \(cause) has no hint")
+            var m = Self.modem(registration: .denied)
+            m.rejectCause = cause
+            let check = DiagChecks.evaluate(Self.facts(Self.snapshot(route: nil, modems: [m]))).first { $0.id.hasSuffix(".registration") }
+            #expect(check?.hint == RejectCause.hint(cause), "cause \(cause)")
+        }
+        // Cause 15 (the issue's) and a cause outside the list (the general advice).
+        #expect(RejectCause.hint(15)?.contains("no cell of this area suits the SIM") == true)
+        #expect(RejectCause.hint(1) == nil)
+        var unknown = Self.modem(registration: .denied)
+        unknown.rejectCause = 1
+        let check = DiagChecks.evaluate(Self.facts(Self.snapshot(route: nil, modems: [unknown]))).first { $0.id.hasSuffix(".registration") }
+        #expect(check?.hint?.contains("subscription is active") == true)
+    }
+
+    /// An idle uplink whose gateway has no neighbour entry yet is not a problem: skip, and the verdict stays OK.
+    @Test func idleGatewayWithoutNeighbourEntryIsNoWarning() {
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet)), neighbour: nil))
+        #expect(Self.status(checks, "route.gateway") == .skip)
+        #expect(DiagChecks.verdict(checks) == .ok, "\(checks.map { "\($0.id)=\($0.status)" })")
+    }
+
+    /// The PLMN as `reach status` writes it (262/01), and the SIM check without "SIM ready: ready".
+    @Test func operatorAndSIMWording() {
+        var m = Self.modem()
+        m.operatorName = "Telekom.de"
+        m.plmn = PLMN(mcc: "262", mnc: "01")
+        let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [m])))
+        #expect(checks.first { $0.id.hasSuffix(".registration") }?.detail == "home (Telekom.de 262/01)")
+        let sim = checks.first { $0.id.hasSuffix(".sim") }
+        #expect(sim.map { "\($0.title): \($0.detail)" } == "SIM: ready (unlocked)")
+    }
+
+    /// Colour only on a terminal, never with NO_COLOR set (to anything but "") or TERM=dumb; the words are the same.
+    @Test(arguments: [
+        (true, String?.none, String?("xterm-256color"), true), (true, "1", "xterm", false), (true, "", "xterm", true),
+        (false, nil, "xterm", false), (true, nil, "dumb", false), (true, nil, nil, true),
+    ])
+    func colourDecision(terminal: Bool, noColor: String?, term: String?, expected: Bool) {
+        #expect(DiagReport.colour(terminal: terminal, noColor: noColor, term: term) == expected)
+    }
+
+    @Test func colouredTextHasTheSameWords() {
+        var m = Self.modem(registration: .roaming)
+        m.operatorName = "Vodafone UK"
+        let report = DiagReport(facts: Self.facts(Self.snapshot(route: Routes.via("eth0", kind: .ethernet), modems: [m])), showIdentifiers: false)
+        let plain = report.text()
+        let coloured = report.text(colour: true)
+        #expect(!plain.contains("\u{1B}"))
+        #expect(coloured.contains("\u{1B}[32m[ ok ]\u{1B}[0m") && coloured.contains("\u{1B}[33m[warn]\u{1B}[0m"))
+        #expect(coloured.contains("\u{1B}[1;33mverdict: REACHABLE WITH PROBLEMS"))
+        var stripped = coloured
+        for sgr in ["32", "33", "1;31", "2", "0", "1;32", "1;33"] { stripped = stripped.replacingOccurrences(of: "\u{1B}[\(sgr)m", with: "") }
+        #expect(stripped == plain)
+    }
+
     @Test func noRouteIsNotReachableAndExits1() {
         let checks = DiagChecks.evaluate(Self.facts(Self.snapshot(route: nil)))
         #expect(Self.status(checks, "route.default") == .fail)
@@ -150,26 +255,35 @@ import Testing
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
         }
         let port = Int(UInt16(bigEndian: addr.sin_port))
-        // A one-shot responder: echo the query back as a NOERROR response.
-        let responder = Thread {
-            var buf = [UInt8](repeating: 0, count: 512)
-            var peer = sockaddr_storage()
-            var plen = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let n = withUnsafeMutablePointer(to: &peer) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buf, buf.count, 0, $0, &plen) }
-            }
-            guard n >= 12 else { return }
-            buf[2] |= 0x80
-            buf[3] = 0
-            _ = withUnsafePointer(to: &peer) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buf, n, 0, $0, plen) }
-            }
+        // A one-shot responder: the query back as a NOERROR response, changed by `edit` first.
+        func respondOnce(_ edit: @escaping @Sendable (inout [UInt8]) -> Void) {
+            Thread {
+                var buf = [UInt8](repeating: 0, count: 512)
+                var peer = sockaddr_storage()
+                var plen = socklen_t(MemoryLayout<sockaddr_storage>.size)
+                let n = withUnsafeMutablePointer(to: &peer) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, &buf, buf.count, 0, $0, &plen) }
+                }
+                guard n >= 12 + 13 else { return }
+                buf[2] |= 0x80
+                buf[3] = 0
+                edit(&buf)
+                _ = withUnsafePointer(to: &peer) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, buf, n, 0, $0, plen) }
+                }
+            }.start()
         }
-        responder.start()
+        respondOnce { _ in }
         let r = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 2, query: "example.net"))
         #expect(r.ok, "\(r.detail)")
         #expect(r.detail.contains("NOERROR"))
-        // Nobody answers now: a timeout, reported as a failure.
+        // A reply with our id to another question (the last byte of the name changed) is not an answer: diag's probe
+        // is validation's, which checks the question too (RFC 5452 §9.1).
+        respondOnce { $0[12 + 11] ^= 0x01 }  // "example.net": the 't' of "net" becomes 'u'
+        let other = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 0.5, query: "example.net"))
+        #expect(!other.ok, "\(other.detail)")
+        #expect(other.detail.contains("timed out"), "\(other.detail)")
+        // Nobody answers: a timeout, reported as a failure.
         let silent = await Probe.run(AgentConfig.Probe(kind: .dns, host: "127.0.0.1", port: port, timeoutSeconds: 0.3))
         #expect(!silent.ok)
     }
@@ -205,8 +319,7 @@ import Testing
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)  // the standard check value
     }
 
-    @Test func diagCommandInANamespaceWithAGatewayThatAnswers() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func diagCommandInANamespaceWithAGatewayThatAnswers() async throws {
         let ns = try EndToEndTests.namespace()
         // The gateway 192.0.2.1 is veth1 moved into a second namespace of ours; a ping fills the neighbour table.
         let gw = try Namespace("gw")

@@ -51,6 +51,9 @@ import Testing
 
         func signal(_ s: Int32) { child.signal(s) }
 
+        /// What the agent has logged so far.
+        var log: String { child.errorText }
+
         var isRunning: Bool { child.isRunning }
 
         /// SIGTERM, up to 10 s to exit (then SIGKILL: a hang shows as 137); the exit status and everything the agent
@@ -78,8 +81,7 @@ import Testing
         """
     }
 
-    @Test func linkAndRouteChangesInANamespaceGiveOneLineEach() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func linkAndRouteChangesInANamespaceGiveOneLineEach() async throws {
         let ns = try Self.namespace()
         let dir = try makeTempDir("reach-e2e")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -133,8 +135,7 @@ import Testing
 
     /// A 64 KiB tmpfs fills with report lines; lines are counted as dropped, none is split, and the first line after
     /// space is freed says how many were lost. The seq numbers prove the count.
-    @Test func fullDiskDropsCountsAndRecovers() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (mount tmpfs)") else { return }
+    @Test(.needsRoot) func fullDiskDropsCountsAndRecovers() async throws {
         let dir = try makeTempDir("reach-tmpfs")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let mnt = dir + "/mnt"
@@ -235,8 +236,7 @@ import Testing
         #expect(agent.lines.last?["event"]?["type"] == .string("stop"))
     }
 
-    @Test func watchPrintsTheStatusThenOneLinePerChange() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func watchPrintsTheStatusThenOneLinePerChange() async throws {
         let ns = try Self.namespace()
         let dir = try makeTempDir("reach-watch")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -263,8 +263,7 @@ import Testing
     /// d680fe5 parsed `watch --resolve-timeout` and then resolved with the 3 s default. Here the namespace's only DNS
     /// server never answers (a neighbour entry that leads nowhere), so the first line carries the timeout that was
     /// given.
-    @Test func watchHonoursResolveTimeout() async throws {
-        guard TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)") else { return }
+    @Test(.needsRoot) func watchHonoursResolveTimeout() async throws {
         let ns = try Self.namespace()
         try ns.ip("neigh", "add", "192.0.2.53", "lladdr", "02:00:00:00:00:35", "dev", "veth0", "nud", "permanent")
         try ns.etc("resolv.conf", "nameserver 192.0.2.53\noptions timeout:5 attempts:2\n")

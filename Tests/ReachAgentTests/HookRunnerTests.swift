@@ -67,8 +67,7 @@ import Testing
         #expect(stats.refused == 3, "the world-writable hook, once per event")
     }
 
-    @Test func aHookOwnedBySomeoneElseOrSetuidOrInAnOpenDirectoryIsRefused() async throws {
-        guard rootOnly("chown to another user") else { return }
+    @Test(.needsRoot) func aHookOwnedBySomeoneElseOrSetuidOrInAnOpenDirectoryIsRefused() async throws {
         let dir = try makeTempDir("reach-hooks-owner")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let hooks = dir + "/events.d"

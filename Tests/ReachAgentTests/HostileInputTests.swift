@@ -52,8 +52,7 @@ import Testing
         #expect(s.read("victim") == "precious\n" && s.kind("bundle.tar.gz") == .symbolicLink)
     }
 
-    @Test func aPlantedLinkAtTheDirectoryIsRefusedWith73() async throws {
-        guard rootOnly("lchown") else { return }
+    @Test(.needsRoot) func aPlantedLinkAtTheDirectoryIsRefusedWith73() async throws {
         let s = try Scratch("hostile-dir")
         try s.mkdir("elsewhere")
         try s.link("support", to: s.path("elsewhere"), owner: nobody)
@@ -63,8 +62,7 @@ import Testing
         #expect(s.names("elsewhere").isEmpty)
     }
 
-    @Test func aCopyOfDevNullIsWrittenInPlace() async throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aCopyOfDevNullIsWrittenInPlace() async throws {
         let s = try Scratch("hostile-null")
         try s.device("null", major: 1, minor: 3)
         let r = try await Self.diag(s, bundle: s.path("null"))
@@ -73,8 +71,7 @@ import Testing
     }
 
     /// d680fe5: the device was replaced by a regular file and diag said it had written the bundle.
-    @Test func aCopyOfDevFullIs73AndStaysADevice() async throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aCopyOfDevFullIs73AndStaysADevice() async throws {
         let s = try Scratch("hostile-full")
         try s.device("full", major: 1, minor: 7)
         let r = try await Self.diag(s, bundle: s.path("full"))
@@ -151,8 +148,7 @@ import Testing
 
     /// The system calls in order (strace): the temporary file created O_EXCL|O_NOFOLLOW, fchmod before the data,
     /// fsync, rename, then fsync of the directory.
-    @Test func theBundleIsWrittenInTheSafeOrder() async throws {
-        guard TestSupport.requirement(TestSupport.find("strace") != nil, "strace installed") else { return }
+    @Test(.needs(TestSupport.find("strace") != nil, "strace installed")) func theBundleIsWrittenInTheSafeOrder() async throws {
         let s = try Scratch("hostile-strace")
         let trace = s.path("trace")
         let r = try await TestSupport.run(

@@ -73,9 +73,8 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
 
     /// `reach status` against one hostile modem: no death, no hang past the read budget, one JSON object with the
     /// route part intact and the modem reported (its error says what went wrong, if anything did).
-    @Test(arguments: HostileCase.statusCases)
+    @Test(.needsRoot, arguments: HostileCase.statusCases)
     func statusSurvives(_ c: HostileCase) async throws {
-        guard TestSupport.privileged("reach status in a namespace") else { return }
         let ns = try EndToEndTests.namespace()
         let sim = try await c.startSimulator()
         let r = try await TestSupport.run(
@@ -96,9 +95,8 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
 
     /// `reach agent` with one hostile modem: it writes its start line and keeps writing lines, each with the route
     /// intact, and stops cleanly.
-    @Test(arguments: HostileCase.agentCases)
+    @Test(.needsRoot, arguments: HostileCase.agentCases)
     func agentSurvives(_ c: HostileCase) async throws {
-        guard TestSupport.privileged("reach agent in a namespace") else { return }
         let ns = try EndToEndTests.namespace()
         let dir = try makeTempDir("reach-hostile")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -130,9 +128,8 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
 
     /// A port that never frames a reply (a copy of /dev/zero) ends at the timeout: the worker's GLib loop is stuck
     /// inside libmbim's reader, its heartbeat stops, and it is killed one request timeout later.
-    @Test(arguments: ["mbim", "qmi"])
+    @Test(.needsRoot, arguments: ["mbim", "qmi"])
     func devZeroEndsAtTheTimeout(_ proto: String) async throws {
-        guard TestSupport.privileged("mknod") else { return }
         let dir = try makeTempDir("reach-zero")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try await TestSupport.sh(["mknod", dir + "/zero", "c", "1", "5"])
@@ -152,9 +149,8 @@ struct HostileCase: Sendable, CustomTestStringConvertible {
     /// The agent whose modem worker is SIGKILLed writes the modem's error, keeps writing route lines, and starts a
     /// new worker that reads the modem again; directly, and through qmi-proxy (where the proxy the worker started
     /// must not keep the dead worker's socket open, or the parent would not see it end).
-    @Test(arguments: ["direct", "auto"])
+    @Test(.needsRoot, arguments: ["direct", "auto"])
     func agentOutlivesAKilledWorker(access: String) async throws {
-        guard TestSupport.privileged("reach agent in a namespace") else { return }
         let rig = try await ModemAgentRig.start("qmi", access: access, label: "reach-kill")
         defer { rig.removeDirectory() }
         let agent = rig.agent

@@ -7,8 +7,7 @@ import Testing
 /// `reach agent` reading a simulated modem (reach-modem-sim on a pty, changed through its control socket): a RAT
 /// flip gives one change line, signal noise below the hysteresis gives none, a real drop gives one.
 @Suite(.serialized) struct ModemEndToEndTests {
-    @Test func ratFlipAndSignalNoise() async throws {
-        guard TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built") else { return }
+    @Test(.needs(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")) func ratFlipAndSignalNoise() async throws {
         let dir = try makeTempDir("reach-modem-e2e")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let sim = try await ModemSimulator.start(scenario: PackagingTests.root + "/hw/scenarios/qmi-4g-lte.json")

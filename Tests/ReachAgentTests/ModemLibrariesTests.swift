@@ -1,6 +1,6 @@
 import Foundation
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachTestSupport
 import Testing
 
@@ -16,8 +16,7 @@ import Testing
         return Set(libraries.filter { library in maps.contains("/\(library).so") })
     }
 
-    @Test func onlyTheWorkerMapsThem() async throws {
-        guard TestSupport.privileged("reach agent in a namespace") else { return }
+    @Test(.needsRoot) func onlyTheWorkerMapsThem() async throws {
         let rig = try await ModemAgentRig.start("qmi", label: "reach-libs")
         defer { rig.removeDirectory() }
         let agent = rig.agent
@@ -35,8 +34,7 @@ import Testing
 
     /// libqmi-glib replaced by an empty file (a bind mount in a mount namespace of the test's own): `reach status`
     /// still starts, reads the MBIM modem, and names the library for the QMI one.
-    @Test func aMissingLibraryIsNamedAndTheOtherProtocolIsRead() async throws {
-        guard TestSupport.privileged("a mount namespace") else { return }
+    @Test(.needsRoot) func aMissingLibraryIsNamedAndTheOtherProtocolIsRead() async throws {
         let library = try #require(
             ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"]
                 .map { $0 + "/libqmi-glib.so.5" }.first { FileManager.default.fileExists(atPath: $0) },

@@ -7,14 +7,11 @@ import Testing
 /// indications), shares the modem with proxied qmicli/mbimcli without either side losing an answer, and reaches a
 /// proxy ModemManager started as root, running as root without capabilities (the shipped unit), while a proxy that
 /// refuses us is named with its cause.
-@Suite(.serialized) struct ModemSharingTests {
-    static func privileged() -> Bool {
-        TestSupport.requirement(TestSupport.isRoot, "root (network namespaces)")
-            && TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")
-            && TestSupport.requirement(TestSupport.find("qmicli") != nil && TestSupport.find("mbimcli") != nil,
-                                       "qmicli and mbimcli (libqmi-utils, libmbim-utils)")
-    }
-
+@Suite(
+    .serialized, .needsRoot, .needs(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built"),
+    .needs(TestSupport.find("qmicli") != nil && TestSupport.find("mbimcli") != nil,
+           "qmicli and mbimcli (libqmi-utils, libmbim-utils)"))
+struct ModemSharingTests {
     static func shortReason(_ line: JSON) -> String { line["event"]?["reason"]?.stringValue ?? "" }
 
     // MARK: The agent follows the session
@@ -24,7 +21,6 @@ import Testing
     /// order, naming the modem and why, and nothing else.
     @Test(arguments: [("qmi", true), ("qmi", false), ("mbim", true), ("mbim", false)])
     func agentFollowsADropAndAReturn(proto: String, indications: Bool) async throws {
-        guard Self.privileged() else { return }
         let quiet = indications ? "" : #","quiet":true"#
         let lab = try await WWANLab.start(
             proto,
@@ -130,7 +126,6 @@ import Testing
     /// at once: every answer right on both sides (measured before this existed: a direct opener beside a proxied
     /// client loses replies on both sides, MBIM up to 85 %).
     @Test func proxiedClientsBesideReachStatus() async throws {
-        guard Self.privileged() else { return }
         let two = try await TwoModems()
         defer { two.stop() }
         try two.writeConfig(report: two.qmi.dir + "/unused.jsonl")
@@ -166,9 +161,7 @@ import Testing
     /// 50 rounds each of proxied qmicli and mbimcli beside `reach agent` (run as root with no capabilities, as the
     /// shipped unit runs it) while each modem's session drops and returns 50 times: every client answer right, and
     /// every flip one change line with the right state on the target its modem carries.
-    @Test func proxiedClientsBesideTheAgent() async throws {
-        guard Self.privileged() else { return }
-        guard TestSupport.requirement(TestSupport.find("setpriv") != nil, "setpriv (util-linux)") else { return }
+    @Test(.needs(TestSupport.find("setpriv") != nil, "setpriv (util-linux)")) func proxiedClientsBesideTheAgent() async throws {
         let two = try await TwoModems()
         defer { two.stop() }
         let report = two.qmi.dir + "/agent.jsonl"
@@ -229,10 +222,8 @@ import Testing
 
     /// The shipped unit runs the agent as root with no capability but CAP_NET_ADMIN: it reaches the proxy a
     /// root ModemManager started. As another user the proxy refuses us, and `reach status` and `reach diag` say why.
-    @Test(arguments: ["qmi", "mbim"])
+    @Test(.needs(TestSupport.find("setpriv") != nil, "setpriv (util-linux)"), arguments: ["qmi", "mbim"])
     func proxyServesRootWithoutCapabilitiesAndRefusesOthers(proto: String) async throws {
-        guard Self.privileged() else { return }
-        guard TestSupport.requirement(TestSupport.find("setpriv") != nil, "setpriv (util-linux)") else { return }
         let lab = try await WWANLab.start(proto)
         defer { lab.stop() }
         // ModemManager's proxy: started by a root client, as MM's first open does.
@@ -274,7 +265,6 @@ import Testing
     /// `qmicli` without -p would) is named from /proc/*/fd: in `sources` and `reach diag` when reach could read the
     /// modem beside it, in the modem's error when it could not.
     @Test func anotherHolderOfThePortIsNamed() async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("qmi")
         defer { lab.stop() }
         let holder = try await Spawned.start(["sh", "-c", "exec sleep 120 < \(lab.sim.pty)"])
@@ -308,7 +298,6 @@ import Testing
     /// `reach status` did not show it, its worker having closed the port before it answered.)
     @Test(arguments: ["qmi", "mbim"])
     func theWorkerIsNotNamedAsAnotherHolder(proto: String) async throws {
-        guard TestSupport.privileged("reach agent in a namespace") else { return }
         let rig = try await ModemAgentRig.start(proto, label: "reach-holder")
         defer { rig.removeDirectory() }
         let read = try #require(rig.lastRead)
@@ -321,9 +310,7 @@ import Testing
 
     /// Without a proxy running, a user the proxies would refuse opens directly (a proxy it started would exit at
     /// once), and says so.
-    @Test func withoutAProxyAnotherUserOpensDirectlyAndSaysWhy() async throws {
-        guard Self.privileged() else { return }
-        guard TestSupport.requirement(TestSupport.find("setpriv") != nil, "setpriv (util-linux)") else { return }
+    @Test(.needs(TestSupport.find("setpriv") != nil, "setpriv (util-linux)")) func withoutAProxyAnotherUserOpensDirectlyAndSaysWhy() async throws {
         let lab = try await WWANLab.start("qmi")
         defer { lab.stop() }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: lab.dir)

@@ -14,10 +14,8 @@ import Testing
         #expect(try AgentConfig.parse(text) == AgentConfig())
     }
 
-    @Test func systemdUnitVerifies() async throws {
+    @Test(.needs(FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze"), "systemd-analyze")) func systemdUnitVerifies() async throws {
         let analyze = "/usr/bin/systemd-analyze"
-        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze")
-        else { return }
         let dir = try makeTempDir("reach-unit")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // verify checks that ExecStart exists: point it at the binary this build made.

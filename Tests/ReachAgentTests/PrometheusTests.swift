@@ -58,13 +58,10 @@ func makeTempDir(_ prefix: String) throws -> String {
     }
 
     /// Debian's node_exporter, its textfile collector only, on a free loopback port, scraped with curl.
-    @Test func nodeExporterServesTheTextfile() async throws {
+    @Test(
+        .needs(FileManager.default.isExecutableFile(atPath: "/usr/bin/prometheus-node-exporter"), "prometheus-node-exporter installed"),
+        .needs(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")) func nodeExporterServesTheTextfile() async throws {
         let exporter = "/usr/bin/prometheus-node-exporter"
-        guard
-            TestSupport.requirement(
-                FileManager.default.isExecutableFile(atPath: exporter), "prometheus-node-exporter installed"),
-            TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"), "curl installed")
-        else { return }
         let dir = try makeTempDir("reach-prom")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let file = PrometheusTextfile(path: dir + "/reach.prom", logger: testLogger())

@@ -13,18 +13,10 @@ import Glibc
 /// network namespace). The stand-in accepts on "@mbim-proxy", never reads, ignores SIGTERM, and runs the real proxy
 /// (a copy) when started a second time. reach names it by pid and CPU time, ends it and starts the proxy again when
 /// nobody else uses it, and leaves it running when another process is connected to it.
-@Suite(.serialized) struct ProxyWedgeTests {
-    static func privileged() -> Bool {
-        TestSupport.requirement(TestSupport.isRoot, "root (network and mount namespaces)")
-            && TestSupport.requirement(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built")
-            && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/libexec/mbim-proxy"),
-                                       "/usr/libexec/mbim-proxy (libmbim-utils)")
-            && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/libexec/qmi-proxy"),
-                                       "/usr/libexec/qmi-proxy (libqmi-utils)")
-            && TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "/usr/bin/python3")
-            && TestSupport.requirement(TestSupport.find("unshare") != nil, "unshare (util-linux)")
-    }
-
+@Suite(.serialized, .needsRoot, .needsSimulator,
+    .needs(FileManager.default.isExecutableFile(atPath: "/usr/libexec/mbim-proxy"), "/usr/libexec/mbim-proxy (libmbim-utils)"),
+    .needs(FileManager.default.isExecutableFile(atPath: "/usr/libexec/qmi-proxy"), "/usr/libexec/qmi-proxy (libqmi-utils)"))
+struct ProxyWedgeTests {
     /// The stand-in for `proxy` ("mbim-proxy", "qmi-proxy") and a copy of the real proxy in `dir`; returns the
     /// stand-in's path.
     static func writeStandIn(_ dir: String, proxy: String = "mbim-proxy") throws -> String {
@@ -84,7 +76,6 @@ import Glibc
     /// and starts the proxy again, and the next read answers through the real proxy.
     @Test(arguments: ["mbim", "qmi"])
     func wedgedProxyOfOurOwnIsNamedAndReplaced(proto: String) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start(proto)
         defer { lab.stop() }
         let proxy = proto + "-proxy"
@@ -116,7 +107,6 @@ import Glibc
     /// (b) without modem workers (modems.worker false, as a program embedding GatewayReach reads): the open is tried
     /// again after the replacement, so the first read already answers, through the real proxy.
     @Test func inProcessReadAnswersAfterTheReplacement() async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("mbim")
         defer { lab.stop() }
         let config = try String(contentsOfFile: lab.configPath, encoding: .utf8)
@@ -139,7 +129,6 @@ import Glibc
     /// (a) and (b) for `reach agent`, whose modem worker watches the port: the parent names and replaces the proxy
     /// the worker found silent, and the worker's next open, after its backoff, answers through the real proxy.
     @Test func agentReplacesTheProxyAndItsModemAnswersAgain() async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("mbim")
         defer { lab.stop() }
         let standIn = try Self.writeStandIn(lab.dir)
@@ -177,7 +166,6 @@ import Glibc
     /// both errors name the same stand-in and its replacement; in process both opens are retried and answer.
     @Test(arguments: [true, false])
     func twoModemsShareOneReplacement(worker: Bool) async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("mbim")
         defer { lab.stop() }
         let second = try await ModemSimulator.start(scenario: "mbim-4g-lte")
@@ -210,7 +198,6 @@ import Glibc
     /// (c): the same stand-in with another process connected to it is named in `reach diag`, with the other
     /// client, and left running.
     @Test func wedgedProxyInUseIsNamedAndLeftRunning() async throws {
-        guard Self.privileged() else { return }
         let lab = try await WWANLab.start("mbim")
         defer { lab.stop() }
         let standIn = try Self.writeStandIn(lab.dir)

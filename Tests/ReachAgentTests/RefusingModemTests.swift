@@ -6,7 +6,7 @@ import Testing
 /// Modems whose firmware refuses optional requests (old Gobi: WDS Set IP Family; many current modules: the SIM status
 /// requests; MBIM modems: Subscriber Ready Status), behind a `wwan0` carrying the default route: the evidence that was
 /// read still decides, through the proxy, directly and in the agent.
-@Suite(.serialized) struct RefusingModemTests {
+@Suite(.serialized, .needsRoot, .needsSimulator) struct RefusingModemTests {
     /// Every SIM status request refused, and Set IP Family (QMI); Subscriber Ready Status (MBIM).
     static func refusals(_ proto: String) -> String {
         proto == "qmi"
@@ -22,7 +22,6 @@ import Testing
 
     @Test(arguments: ["qmi", "mbim"])
     func sessionUpStaysReachableAndSaysWhatWasNotRead(proto: String) async throws {
-        guard DataSessionTests.privileged() else { return }
         let lab = try await WWANLab.start(proto, faults: Self.refusals(proto))
         defer { lab.stop() }
         let (j, exit, text) = try await lab.status()
@@ -46,7 +45,6 @@ import Testing
     /// The issue's three cases: the session down, registration searching; the answer is the definite one.
     @Test(arguments: ["qmi", "mbim"])
     func definiteDownDecidesDespiteTheRefusals(proto: String) async throws {
-        guard DataSessionTests.privileged() else { return }
         let down = try await WWANLab.start(proto, sessions: #"[{"state":"disconnected"}]"#, faults: Self.refusals(proto))
         defer { down.stop() }
         let (d, dExit, dText) = try await down.status()
@@ -70,7 +68,6 @@ import Testing
 
     /// UIM Get Card Status refused alone: the SIM comes from DMS UIM Get PIN Status, and nothing is unread.
     @Test func simFallsBackToDMSWhenUIMRefuses() async throws {
-        guard DataSessionTests.privileged() else { return }
         let lab = try await WWANLab.start(
             "qmi", faults: #"[{"error": {"status": "NOT_SUPPORTED", "messages": ["uim:get_card_status"]}}]"#)
         defer { lab.stop() }
@@ -83,7 +80,6 @@ import Testing
     /// bound; the refused SIM request is asked once, not every cycle.
     @Test(arguments: ["qmi", "mbim"])
     func agentSeesTheDropOnARefusingModem(proto: String) async throws {
-        guard DataSessionTests.privileged() else { return }
         let lab = try await WWANLab.start(proto, faults: Self.refusals(proto), config: WWANLab.agentKeys)
         defer { lab.stop() }
         let (_, report) = try lab.agentConfig(requerySeconds: 2)

@@ -35,9 +35,16 @@ import Testing
         #expect(stopped["target"]?["value"] == .string("127.0.0.1"))
         #expect(stopped["event"]?["reason"] == .string("target removed from the configuration"))
 
+        // The same file again: the log line says nothing changed (it printed an empty `config.changed=`).
+        #expect(await EndToEndTests.waitFor("first reload logged") { agent.log.contains("Configuration reloaded") })
+        agent.signal(SIGHUP)
+        #expect(await EndToEndTests.waitFor("unchanged reload logged") { agent.log.contains("Configuration reloaded, nothing changed") })
+
         let (status, log) = await agent.stop()
         #expect(status == 0, "\(log)")
         #expect(log.contains("Configuration reloaded"))
+        #expect(log.contains("config.changed=none"), "\(log)")
+        #expect(!log.contains("config.changed= ") && !log.contains("config.changed=\n"), "\(log)")
         #expect(log.contains("log_level") && log.contains("targets"))
         #expect(!log.contains("restart"), "nothing is left for a restart")
         let lines = agent.lines
@@ -45,5 +52,19 @@ import Testing
         #expect(lines.last?["target"]?["value"] == .string("127.0.0.2"))
         let seqs = lines.compactMap { $0["event"]?["seq"]?.intValue }
         #expect(seqs == Array(1...Int64(seqs.count)))
+    }
+
+    /// `reach agent --help` names every exit status the README's agent section documents (it left out 1).
+    @Test func helpListsTheReadmesExitStatuses() async throws {
+        let readme = try String(contentsOfFile: TestPaths.repo + "/README.md", encoding: .utf8)
+        let start = try #require(readme.range(of: "Exit status: 0 stopped by a signal"))
+        let rest = readme[start.lowerBound...]
+        let paragraph = rest[..<(rest.range(of: "\n\n")?.lowerBound ?? rest.endIndex)]
+        let words = paragraph.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
+        let codes = words.indices.dropLast().filter { Int(words[$0]) != nil }.map { "\(words[$0]) \(words[$0 + 1])" }
+        #expect(codes.count >= 4, "\(paragraph)")
+        let help = try await TestSupport.run([TestPaths.reach, "agent", "--help"]).stdout
+            .split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        for code in codes { #expect(help.contains(code), "agent --help lacks '\(code)': \(help)") }
     }
 }

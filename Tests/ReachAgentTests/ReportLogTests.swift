@@ -121,8 +121,7 @@ import Testing
 
     /// d680fe5 renamed a report log on a copy of /dev/null to .1/.2 and made a regular file in its place. Now the
     /// device is written in place, lines count as written, and no rotated file ever appears.
-    @Test func aDeviceAsTheReportLogIsWrittenInPlaceAndNeverRotated() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aDeviceAsTheReportLogIsWrittenInPlaceAndNeverRotated() throws {
         let s = try Scratch("log-dev")
         try s.device("reach.jsonl", major: 1, minor: 3)
         let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 4096, rotateKeep: 2), logger: testLogger())
@@ -133,8 +132,7 @@ import Testing
     }
 
     /// A copy of /dev/full: every line is counted as dropped, never as written, and the device stays.
-    @Test func aFullDeviceDropsLinesAndStaysADevice() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aFullDeviceDropsLinesAndStaysADevice() throws {
         let s = try Scratch("log-full")
         try s.device("reach.jsonl", major: 1, minor: 7)
         let log = ReportLog(settings: .init(path: s.path("reach.jsonl"), rotateBytes: 4096, rotateKeep: 2), logger: testLogger())

@@ -37,8 +37,7 @@ import Testing
 
     /// The "Done when": one change line per uplink change, each naming its uplink; the answer's own fields
     /// change only when the answer does.
-    @Test func agentWritesOneChangeLinePerUplinkChange() async throws {
-        guard TestSupport.privileged("uplinks: agent end to end") else { return }
+    @Test(.needsRoot) func agentWritesOneChangeLinePerUplinkChange() async throws {
         let t = try DualWAN()
         let dir = try makeTempDir("reach-uplinks")
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -111,9 +110,8 @@ import Testing
     /// The modem's reading belongs to its uplink: the simulator (QMI over a pty) is wwan0's modem. A healthy LTE modem
     /// shows its generation and bars on wwan0 only; a locked SIM makes wwan0 need a person while the answer stays on
     /// eth0, and `reach diag` names the backup.
-    @Test(arguments: [("qmi-4g-lte", true), ("qmi-sim-pin-required", false)])
+    @Test(.needsRoot, arguments: [("qmi-4g-lte", true), ("qmi-sim-pin-required", false)])
     func modemReadingBelongsToItsUplink(scenario: String, healthy: Bool) async throws {
-        guard TestSupport.privileged("uplinks: modem reading") else { return }
         let t = try DualWAN()
         let sim = try await ModemSimulator.start(scenario: scenario)
         defer { _ = sim.stop() }

@@ -103,8 +103,7 @@ import Testing
     /// Two uplinks, one probe address only the first can reach: eth0 validated, eth1 failed, and the DNS server saw
     /// exactly one query per run: eth1's query left by eth1 (where it got nowhere), never by the primary's route. The
     /// `gateway` of each uplink is its own next hop.
-    @Test func eachUplinksProbesLeaveByThatUplink() async throws {
-        guard TestSupport.privileged("validation: probes bound to their uplink") else { return }
+    @Test(.needsRoot) func eachUplinksProbesLeaveByThatUplink() async throws {
         let lab = try await Lab.start(twoUplinks: true)
         defer { Task { await lab.close() } }
         let (dir, dns, http) = (lab.dir, lab.dns!, lab.http!)
@@ -135,7 +134,7 @@ import Testing
 
     /// Android's HTTP probe outcomes through a real server: a redirect or a page instead of 204 is a captive portal;
     /// DNS answering while HTTP fails is partial connectivity; 204 validates.
-    @Test(arguments: [
+    @Test(.needsRoot, arguments: [
         (ValidationServer.HTTPMode.status(302), "captive_portal", String?("http probe.test redirected (302) to http://portal.test/login")),
         (.status(200), "captive_portal", "http probe.test answered 200 with a 33-byte page instead of 204"),
         (.status(503), "partial", "http probe.test answered 503"),
@@ -143,7 +142,6 @@ import Testing
         (.status(204), "validated", nil),
     ])
     func httpOutcomes(mode: ValidationServer.HTTPMode, state: String, reason: String?) async throws {
-        guard TestSupport.privileged("validation: http outcomes") else { return }
         let lab = try await Lab.start(http: mode)
         defer { Task { await lab.close() } }
         let dir = lab.dir
@@ -155,8 +153,7 @@ import Testing
     }
 
     /// No HTTP server at all (nothing listens: the connection is refused) while DNS answers: partial.
-    @Test func dnsFineHTTPGoneIsPartial() async throws {
-        guard TestSupport.privileged("validation: partial") else { return }
+    @Test(.needsRoot) func dnsFineHTTPGoneIsPartial() async throws {
         let lab = try await Lab.start(http: nil)
         defer { Task { await lab.close() } }
         let dir = lab.dir
@@ -192,8 +189,7 @@ import Testing
     /// Linux 5.7, and ICMP goes through a ping socket where net.ipv4.ping_group_range admits the group. Run as nobody
     /// with every capability dropped (what the hardened unit's user has, and less): DNS and HTTP validate through the
     /// bound sockets; ICMP fails with the sysctl named until the range admits nobody's group, then validates.
-    @Test func probesNeedNoPrivilege() async throws {
-        guard TestSupport.privileged("validation: unprivileged probes") else { return }
+    @Test(.needsRoot) func probesNeedNoPrivilege() async throws {
         let lab = try await Lab.start()
         defer { Task { await lab.close() } }
         // A copy of reach that nobody may run (the build tree may sit under a directory only root can enter), made by
@@ -226,8 +222,7 @@ import Testing
     /// The agent and `reach watch`: validated at start; the DNS server stopped → one change line "validation failed"
     /// after down_after rounds while `reachable` stays true; restarted → one line "validated again". The Prometheus
     /// textfile follows.
-    @Test func agentReportsValidationLossAndReturnOnce() async throws {
-        guard TestSupport.privileged("validation: agent end to end") else { return }
+    @Test(.needsRoot) func agentReportsValidationLossAndReturnOnce() async throws {
         let lab = try await Lab.start()
         defer { Task { await lab.close() } }
         let dir = lab.dir
@@ -293,8 +288,7 @@ import Testing
     /// than the schedule allows (retry_interval while confirming, the interval and its backoff once down), and the
     /// bytes reach reports are the bytes that left (the peer's interface counter, less the ARP frames and the round
     /// cut short by the stop).
-    @Test func probeRateAndBytesStayBoundedWhenTheServerIsSilent() async throws {
-        guard TestSupport.privileged("validation: rate and bytes") else { return }
+    @Test(.needsRoot) func probeRateAndBytesStayBoundedWhenTheServerIsSilent() async throws {
         let lab = try await Lab.start(dns: .silent, http: .silent)
         defer { Task { await lab.close() } }
         let (dir, dns, http) = (lab.dir, lab.dns!, lab.http!)
@@ -340,8 +334,7 @@ import Testing
     /// mean probing fast. Over 12 s at interval 2 s, retry 1 s, down_after 3, max 4 s the schedule allows about six
     /// rounds of two packets (a DNS query, a SYN); the peer's counter must show no more than that bound, and reach's
     /// byte count must match it.
-    @Test func probeRateStaysBoundedWhenNothingListens() async throws {
-        guard TestSupport.privileged("validation: rate with instant failures") else { return }
+    @Test(.needsRoot) func probeRateStaysBoundedWhenNothingListens() async throws {
         let lab = try await Lab.start(dns: nil, http: nil)
         defer { Task { await lab.close() } }
         let before = try lab.fromGateway()

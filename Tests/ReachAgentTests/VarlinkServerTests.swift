@@ -1,7 +1,7 @@
 import Foundation
 @testable import ReachAgent
 import ReachCore
-import ReachFiles
+import ReachSystem
 import ReachLog
 import ReachTestSupport
 import Testing
@@ -42,8 +42,7 @@ import Testing
     /// can stay open a moment longer in a child another test is starting) fills its uid's share (28 of 32 as root,
     /// the group's 4 kept; 4 otherwise) and is refused once; then 100 times it closes one and calls GetStatus on a new
     /// connection at once, and then it closes all and connects as many again at once.
-    @Test func aClosedConnectionFreesItsSlotBeforeTheNextIsJudged() async throws {
-        guard TestSupport.requirement(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "python3") else { return }
+    @Test(.needs(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "python3")) func aClosedConnectionFreesItsSlotBeforeTheNextIsJudged() async throws {
         let dir = try makeTempDir("reach-varlink-reap")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // A group of the server's own (no member connects): its 4 slots are kept from root too.

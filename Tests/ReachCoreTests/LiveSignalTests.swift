@@ -21,6 +21,19 @@ import Testing
         return m
     }
 
+    /// LTE B3 + B7 with an NR n78 leg (EN-DC), 140 MHz in all.
+    static func nsa(rsrp: Double, nr: SignalMeasurement) -> ModemState {
+        var m = lte(rsrp: rsrp)
+        m.accessTechnologies = [.lte, .nr]
+        m.nrSignal = nr
+        m.cells.carriers = [
+            ComponentCarrier(role: .pcell, rat: .lte, band: RadioBand(.lte, 3), channel: 1300, physicalID: 123, bandwidthMHz: 20),
+            ComponentCarrier(role: .scell, rat: .lte, band: RadioBand(.lte, 7), channel: 3050, physicalID: 77, bandwidthMHz: 20, state: .activated),
+            ComponentCarrier(role: .pscell, rat: .nr, band: RadioBand(.nr, 78), channel: 632628, physicalID: 501, bandwidthMHz: 100),
+        ]
+        return m
+    }
+
     static func wifi(_ dBm: Int?) -> WiFiLink {
         var w = WiFiLink(interface: "wlan0", mode: .station)
         w.associated = dBm != nil
@@ -100,14 +113,7 @@ import Testing
     /// The whole screen fits 80 columns, with RAT, band, channel and PCI in each modem's header.
     @Test func frameFits80Columns() {
         var model = LiveSignalModel(start: Self.t0)
-        var m = Self.lte(rsrp: -95)
-        m.accessTechnologies = [.lte, .nr]
-        m.nrSignal = SignalMeasurement(rsrp: -88, rsrq: -11, sinr: 18)
-        m.cells.carriers = [
-            ComponentCarrier(role: .pcell, rat: .lte, band: RadioBand(.lte, 3), channel: 1300, physicalID: 123, bandwidthMHz: 20),
-            ComponentCarrier(role: .scell, rat: .lte, band: RadioBand(.lte, 7), channel: 3050, physicalID: 77, bandwidthMHz: 20, state: .activated),
-            ComponentCarrier(role: .pscell, rat: .nr, band: RadioBand(.nr, 78), channel: 632628, physicalID: 501, bandwidthMHz: 100),
-        ]
+        let m = Self.nsa(rsrp: -95, nr: SignalMeasurement(rsrp: -88, rsrq: -11, sinr: 18))
         for i in 0..<90 {
             model.record(time: Timestamp(seconds: Self.t0.seconds + Int64(i)), wwan: [m], wifi: [Self.wifi(-58)])
         }
@@ -134,11 +140,89 @@ import Testing
     @Test func plainLineAndJSON() {
         let m = Self.lte(rsrp: -95)
         let line = LiveSignalText.plainLine(time: Self.t0, wwan: [m, Self.lte(rsrp: nil, present: false, device: "/dev/cdc-wdm1")], wifi: [Self.wifi(-60)])
-        #expect(line == Self.t0.rfc3339 + "  /dev/cdc-wdm0 LTE B3 EARFCN 1300 PCI 123 bars 4 rsrp -95 rsrq -10 sinr 12.5 rssi -65"
-            + " | /dev/cdc-wdm1 gone (the port hung up) | wlan0 bars 3 signal -60")
+        #expect(line == Self.t0.rfc3339 + "  /dev/cdc-wdm0 LTE B3 EARFCN 1300 PCI 123 bars 4 rsrp -95 dBm rsrq -10 dB"
+            + " sinr 12.5 dB rssi -65 dBm | /dev/cdc-wdm1 gone (the port hung up) | wlan0 bars 3 signal -60 dBm")
         let json = LiveSignalText.json(time: Self.t0, wwan: [m], wifi: [Self.wifi(-60)])
         #expect(json["time"]?.stringValue == Self.t0.rfc3339)
         #expect(json["wwan"] == .array([m.json(signalPolicy: .android)]))
         #expect(json["wifi"] == .array([Self.wifi(-60).json]))
+    }
+
+    /// A screen with everything that makes lines long: carrier aggregation with NR, a rise of 11 dB (issue 31: at 60
+    /// columns "Δ +11 dB" showed as "Δ +1"), a modem gone with a long error, a WiFi uplink.
+    static func busyModel() -> (LiveSignalModel, Timestamp) {
+        var model = LiveSignalModel(start: t0)
+        var m = nsa(rsrp: -106, nr: SignalMeasurement(rsrp: -101, rsrq: -11, sinr: 8))
+        var gone = lte(rsrp: -90, device: "/dev/wwan0mbim0")
+        let t1 = Timestamp(seconds: t0.seconds + 1)
+        model.record(time: t0, wwan: [m, gone], wifi: [wifi(-71)])
+        m.signal.rsrp = -95
+        m.nrSignal?.sinr = 19
+        gone = lte(rsrp: nil, present: false, device: "/dev/wwan0mbim0")
+        gone.error = "qmi_device_open: the port hung up while the modem was answering Get Signal Info (errno 5)"
+        model.record(time: t1, wwan: [m, gone], wifi: [wifi(-60)])
+        return (model, t1)
+    }
+
+    /// The words of a screen that carry a sign: every value, change and scale (a cut "+11" reads "+1").
+    static func signed(_ lines: [String]) -> [String] {
+        lines.flatMap { $0.split(separator: " ") }.map(String.init)
+            .filter { $0.first.map { "+-±".contains($0) } == true && $0.contains(where: \.isNumber) }.sorted()
+    }
+
+    /// At 40, 60, 80 and 120 columns every line fits, and no number is cut or lost: the signed words (values,
+    /// changes, scales) are those of the unconstrained screen, every word with a digit is one of its words, and the
+    /// gone modem's "waiting for it" is whole.
+    @Test(arguments: [40, 60, 80, 120])
+    func noNumberIsCut(width: Int) throws {
+        let (model, now) = Self.busyModel()
+        let wide = LiveSignalText.frame(model, now: now, intervalSeconds: 1, width: 10_000)
+        let lines = LiveSignalText.frame(model, now: now, intervalSeconds: 1, width: width)
+        for line in lines { #expect(line.count <= width, "\(line.count) > \(width): \(line)") }
+        #expect(Self.signed(lines) == Self.signed(wide))
+        #expect(Self.signed(wide).contains("+11"), "\(wide.joined(separator: "\n"))")
+        let wideWords = Set(wide.flatMap { $0.split(separator: " ") })
+        for word in lines.flatMap({ $0.split(separator: " ") }) where word.contains(where: \.isNumber) {
+            #expect(wideWords.contains(word), "'\(word)' at \(width) columns is no word of the full screen")
+        }
+        let text = lines.joined(separator: "\n")
+        #expect(text.contains("Δ +11 dB"), "\(text)")
+        #expect(text.contains("waiting for it"), "\(text)")
+        #expect(text.contains("q quits"), "\(text)")
+        // The sparkline narrows to leave its scale whole.
+        #expect(lines.contains { $0.hasSuffix("  -138…-88") }, "\(text)")
+    }
+
+    /// Before the first sample: what is being opened, and where reach looks when no port is named; after, when
+    /// nothing was found, where it looked.
+    @Test func openingAndNothingFoundSayWhere() {
+        let named = LiveSignalText.Search(modemPorts: ["/dev/cdc-wdm0"], wifiInterfaces: nil)
+        let opening = LiveSignalText.opening(named, now: Self.t0, intervalSeconds: 1, width: 60)
+        #expect(opening.contains("opening /dev/cdc-wdm0 …"), "\(opening)")
+        #expect(!opening.joined().contains("WiFi"))
+        let discovered = LiveSignalText.Search(modemPorts: [], wifiInterfaces: ["wlan0"])
+        let text = LiveSignalText.opening(discovered, now: Self.t0, intervalSeconds: 1, width: 60).joined(separator: "\n")
+        #expect(text.contains("looking for modems in /sys/class/usbmisc/cdc-wdm*,"), "\(text)")
+        #expect(text.contains("reading wlan0 (nl80211) …"), "\(text)")
+        var model = LiveSignalModel(start: Self.t0)
+        model.record(time: Self.t0, wwan: [], wifi: [])
+        let empty = LiveSignalText.frame(model, now: Self.t0, intervalSeconds: 1, width: 80, search: discovered)
+        #expect(empty.contains("no modem found yet (looked at /sys/class/usbmisc/cdc-wdm*, /sys/class/wwan)"), "\(empty)")
+        #expect(empty.contains("no WiFi uplink found yet (looked at wlan0 (nl80211))"), "\(empty)")
+        // A source switched off is not looked for.
+        let off = LiveSignalText.frame(model, now: Self.t0, intervalSeconds: 1, search: .init(modemPorts: nil, wifiInterfaces: nil))
+        #expect(!off.joined().contains("found yet"), "\(off)")
+    }
+
+    /// Narrow: the best value's time goes first, then the change wraps; the full line where it fits.
+    @Test func measureLinesNarrow() throws {
+        var model = LiveSignalModel(start: Self.t0)
+        model.record(time: Self.t0, wwan: [Self.lte(rsrp: -106)], wifi: [])
+        model.record(time: Timestamp(seconds: Self.t0.seconds + 1), wwan: [Self.lte(rsrp: -95)], wifi: [])
+        let t = try #require(model.links[0].tracks.first)
+        let at = LiveSignalText.clock(Timestamp(seconds: Self.t0.seconds + 1))
+        #expect(LiveSignalText.measureLines(t, family: .lte, width: 80) == ["  RSRP       -95 dBm ▂▄▆█  best    -95 dBm at \(at)  Δ +11 dB"])
+        #expect(LiveSignalText.measureLines(t, family: .lte, width: 60) == ["  RSRP       -95 dBm ▂▄▆█  best    -95 dBm  Δ +11 dB"])
+        #expect(LiveSignalText.measureLines(t, family: .lte, width: 40) == ["  RSRP       -95 dBm ▂▄▆█", "          best    -95 dBm  Δ +11 dB"])
     }
 }

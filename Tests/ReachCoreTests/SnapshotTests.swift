@@ -28,6 +28,37 @@ import Testing
         #expect(s.medium == .wwan)
     }
 
+    /// Issue 31: the text leads with the medium; YYReachability's status is named (as iOS's) only where it says
+    /// something the medium does not.
+    @Test(arguments: [
+        (InterfaceKind.ethernet, "medium ethernet · wwan none · ipv4 · iOS status wifi"),
+        (.wifi, "medium wifi · wwan none · ipv4"),
+        (.wwan, "medium wwan · wwan 4g · ipv4"),
+    ])
+    func statusLineLeadsWithTheMedium(kind: InterfaceKind, expected: String) {
+        var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
+        s.wwan = kind == .wwan ? [Self.modem("/dev/cdc-wdm0", interface: "wwan0", rats: [.lte])] : []
+        s.route = Self.route(kind == .wwan ? "wwan0" : "if0", kind, gateway: "192.0.2.1")
+        s.derive()
+        let lines = SnapshotText.render(s).split(separator: "\n").map(String.init)
+        #expect(lines[0].hasPrefix("reachable over \(s.medium.rawValue) via"))
+        #expect(lines[1] == "  " + expected)
+        #expect(!lines[0].contains("wifi") || kind == .wifi)
+    }
+
+    /// Modems on and none found: a line says so and where discovery looked; modems off: nothing.
+    @Test func noModemFoundSaysWhereItLooked() {
+        var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
+        s.route = Self.route("eth0", .ethernet, gateway: "192.0.2.1")
+        s.derive()
+        #expect(SnapshotText.render(s).contains("\n  WWAN: no modem found (looked at /sys/class/usbmisc/cdc-wdm*, /sys/class/wwan)"))
+        s.wwanSource = .disabled
+        #expect(!SnapshotText.render(s).contains("WWAN"))
+        s.wwanSource = .ok
+        s.wwan = [Self.modem("/dev/cdc-wdm0", interface: "wwan0", rats: [.lte])]
+        #expect(!SnapshotText.render(s).contains("no modem found"))
+    }
+
     @Test func wwanStatusFallsBackToTheFirstRegisteredModem() {
         var s = Snapshot(time: Timestamp(seconds: 0), target: .defaultRoute)
         s.wwan = [Self.modem("/dev/cdc-wdm0", interface: "wwan0", rats: []), Self.modem("/dev/cdc-wdm1", interface: "wwan1", rats: [.lte, .nr])]

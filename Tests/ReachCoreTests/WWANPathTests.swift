@@ -367,10 +367,10 @@ import Testing
     @Test func rejectCauseWords() {
         #expect(RejectCause.words(11) == "PLMN not allowed")
         #expect(RejectCause.words(15) == "no suitable cells in location/tracking area")
-        #expect(RejectCause.words(99) == nil)
+        #expect(RejectCause.words(1) == nil)
         var m = Self.modem(.denied, .detached, .disconnected, sim: .ready, error: nil, present: true)
-        m.rejectCause = 99
-        #expect(WWANPath.check(interface: "wwan0", modem: m).reason == "wwan0: registration denied (cause 99)")
+        m.rejectCause = 1
+        #expect(WWANPath.check(interface: "wwan0", modem: m).reason == "wwan0: registration denied (cause 1)")
     }
 }
 

@@ -166,8 +166,7 @@ import ReachCore
     /// The same through a worker process (`modems.worker`, the agent's default): the parent stops it by closing its
     /// socket, and the worker ends its monitor as politely as an in-process consumer would, within the 2 s the parent
     /// gives it before SIGKILL.
-    @Test func stoppingAWorkerReleasesTheClientIDs() async throws {
-        guard TestSupport.requirement(TestPaths.isBuilt(TestPaths.reach), "reach built") else { return }
+    @Test(.needs(TestPaths.isBuilt(TestPaths.reach), "reach built")) func stoppingAWorkerReleasesTheClientIDs() async throws {
         let sim = try await ModemSimulator.start(json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -70"#))
         var options = Self.monitor(sim, .qmi).options
         options.read.worker = ModemWorkerLaunch(executable: TestPaths.reach, arguments: ["modem-worker"])

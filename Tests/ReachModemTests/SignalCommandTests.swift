@@ -36,8 +36,7 @@ import Testing
 @Suite struct SignalCommandTests {
     /// `signal --json --count 3` through qmi-proxy: three samples one second apart, each shaped like status's
     /// `wwan` entries (cell and carriers included), identifiers absent.
-    @Test func jsonCountThreeThroughTheProxy() async throws {
-        guard TestSupport.privileged("reach signal through qmi-proxy") else { return }
+    @Test(.needsRoot) func jsonCountThreeThroughTheProxy() async throws {
         let ns = try Namespace("sig")
         defer { ns.delete() }
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte-ca")
@@ -82,20 +81,21 @@ import Testing
         let lines = out.split(separator: "\n").map(String.init)
         #expect(lines.count == 8, "\(out)")
         #expect(lines.allSatisfy { $0.contains("LTE B3 + B7, 40 MHz EARFCN 1300 PCI 123") }, "\(out)")
-        #expect(lines.last?.contains("bars 2 rsrp -118 rsrq -16 sinr -2 rssi -80") == true, "\(out)")  // android: -118 is 2 bars
+        // android: -118 is 2 bars; every value with its unit.
+        #expect(lines.last?.contains("bars 2 rsrp -118 dBm rsrq -16 dB sinr -2 dB rssi -80 dBm") == true, "\(out)")
     }
 }
 
 /// A terminal to run a program in and read back: a tmux server of the test's own (its socket in a temporary
-/// directory), one 80×50 pane.
+/// directory), one pane of `width`×50 (80 columns unless asked).
 final class TmuxPane: @unchecked Sendable {
     let socket: String
     let tmux: String
 
-    init(command: String) async throws {
+    init(command: String, width: Int = 80) async throws {
         tmux = try TestSupport.which("tmux")
         socket = NSTemporaryDirectory() + "reach-tmux-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try await TestSupport.sh([tmux, "-S", socket, "new-session", "-d", "-x", "80", "-y", "50", "-s", "live", command])
+        try await TestSupport.sh([tmux, "-S", socket, "new-session", "-d", "-x", "\(width)", "-y", "50", "-s", "live", command])
     }
 
     func screen() async throws -> String { try await TestSupport.sh([tmux, "-S", socket, "capture-pane", "-p", "-t", "live"]) }
@@ -133,10 +133,7 @@ final class TmuxPane: @unchecked Sendable {
     /// qmi-proxy: the numbers, bars, peak hold and sparkline follow every step; the modem is pulled and comes back;
     /// Ctrl-C leaves the terminal as it was (cursor shown, main screen, line discipline untouched) with the last
     /// screen in the scrollback.
-    @Test func liveViewFollowsTheWalk() async throws {
-        guard TestSupport.privileged("the live view through qmi-proxy"),
-            TestSupport.requirement(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")
-        else { return }
+    @Test(.needsRoot, .needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")) func liveViewFollowsTheWalk() async throws {
         let ns = try Namespace("live")
         defer { ns.delete() }
         let scenario = try String(contentsOfFile: TestPaths.scenarios + "/qmi-timeline-signal-walk.json", encoding: .utf8)
@@ -180,5 +177,65 @@ final class TmuxPane: @unchecked Sendable {
         #expect(!screen.contains("-icanon") && !screen.contains("-echo "), "\(screen)")
         // The last screen stays in the scrollback, above the shell's output.
         #expect(screen.contains("best    -85 dBm at"), "\(screen)")
+    }
+
+    /// Issue 31: at 60 and 80 columns, in a real terminal, against the simulator: a rise of 11 dB shows whole ("Δ +11
+    /// dB", which 60 columns cut to "Δ +1"), a gone modem's line ends in "waiting for it", no line is wider than
+    /// the terminal, and `q` quits with 0, leaving the terminal as it was.
+    @Test(.needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)"), arguments: [60, 80])
+    func narrowTerminalAndQuitKey(width: Int) async throws {
+        let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")  // RSRP -95 dBm
+        let command = "\(TestPaths.reach) signal --interval 0.3 --no-wifi --modem-access direct --modem \(sim.link):qmi;"
+            + " echo EXIT=$?; stty -a; sleep 120"
+        let pane = try await TmuxPane(command: command, width: width)
+        defer { pane.end() }
+        var screen = ""
+        func until(_ timeout: Double = 20, _ condition: @escaping (String) -> Bool) async throws -> Bool {
+            try await TestSupport.eventually(timeout: timeout, every: 0.1) {
+                screen = try await pane.screen()
+                return condition(screen)
+            }
+        }
+        #expect(try await until { $0.contains("  RSRP ") && $0.contains("-95 dBm") }, "\(screen)")
+        try await sim.control(#"{"set":{"signal":{"rssi_dbm":-60,"rsrp_dbm":-84,"rsrq_db":-10,"sinr_db":12.5}}}"#)
+        #expect(try await until { $0.contains("Δ +11 dB") }, "\(screen)")
+        func fits(_ screen: String) -> Bool { screen.split(separator: "\n").allSatisfy { $0.count <= width } }
+        #expect(fits(screen), "\(screen)")
+        #expect(screen.contains("q quits"), "\(screen)")
+        // The port goes away for good: the gone line is whole.
+        try await sim.control(#"{"fault":{"close":{"reopen_after_ms":600000}}}"#)
+        #expect(try await until { $0.contains("GONE since") && $0.contains("waiting for it") }, "\(screen)")
+        #expect(fits(screen), "\(screen)")
+        try await pane.keys("q")
+        #expect(try await until { $0.contains("EXIT=0") && $0.contains("extproc") }, "\(screen)")
+        #expect(try await pane.flags() == "1 0")
+        #expect(!screen.contains("-icanon") && !screen.contains("-echo "), "\(screen)")
+    }
+
+    /// A modem that does not answer (a pty nobody serves): the screen says at once which port is being opened.
+    @Test(.needs(TestSupport.find("tmux") != nil, "tmux (scripts/setup installs it)")) func somethingOnScreenWhileAModemOpens() async throws {
+        // A raw pty whose master nobody reads: requests go unanswered, as with a modem that hangs while it opens.
+        var master: Int32 = -1
+        var slave: Int32 = -1
+        var name = [CChar](repeating: 0, count: 128)
+        try #require(openpty(&master, &slave, &name, nil, nil) == 0)
+        defer { close(master) }
+        var tio = termios()
+        tcgetattr(slave, &tio)
+        cfmakeraw(&tio)
+        tcsetattr(slave, TCSANOW, &tio)
+        close(slave)
+        let port = name.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let command = "\(TestPaths.reach) signal --no-wifi --modem-access direct --modem-timeout 10 --modem \(port):qmi; sleep 120"
+        let pane = try await TmuxPane(command: command, width: 60)
+        defer { pane.end() }
+        var screen = ""
+        let shown = try await TestSupport.eventually(timeout: 3, every: 0.1) {
+            screen = try await pane.screen()
+            return screen.contains("opening \(port) …")
+        }
+        #expect(shown, "\(screen)")
+        #expect(!screen.contains("  RSRP "), "the first sample came before the modem answered: \(screen)")
+        try await pane.keys("q")
     }
 }

@@ -95,7 +95,21 @@ struct GenerationCase: CustomTestStringConvertible, Sendable {
             let modem = try #require((status["wwan"] as? [[String: Any]])?.first, "\(file)")
             #expect(modem["generation"] as? String == expected, "\(file)")
             #expect(modem["registration"] as? String == (state["registration"] as? String), "\(file)")
+            // The bars a description states ("(3 bars)") are the ones reach shows now (android profile); a signal
+            // walk's description speaks of its later steps.
+            if scenario["signal_walk"] == nil, let stated = Self.statedBars(scenario["description"] as? String ?? "") {
+                #expect(modem["bars"] as? Int == stated, "\(file): its description says \(stated) bars")
+            }
         }
+    }
+
+    /// The first "N bars" of a scenario's description: the default profile's, which the descriptions name first.
+    static func statedBars(_ description: String) -> Int? {
+        let words = description.split(whereSeparator: { $0 == " " || $0 == "(" })
+        for i in words.indices.dropLast() where words[i + 1].hasPrefix("bar") {
+            if let n = Int(words[i]) { return n }
+        }
+        return nil
     }
 
     /// Roaming: the operator is the visited network (PLMN and its name), not the SIM's home operator. QMI gives the

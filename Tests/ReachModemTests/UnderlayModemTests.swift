@@ -52,8 +52,7 @@ import Testing
     static func flags(_ j: JSON) -> [String] { j["flags"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
 
     /// A registered LTE modem under the CLAT: the IPv4 answer is WWAN, 4G, from the modem under the chain.
-    @Test func clatOverARegisteredModem() async throws {
-        guard TestSupport.privileged("clatOverARegisteredModem") else { return }
+    @Test(.needsRoot) func clatOverARegisteredModem() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-4g-lte")
         let box = try Box("ulte", sim: sim, proto: "qmi")
         let (j, text, exit) = try await box.status()
@@ -69,8 +68,7 @@ import Testing
 
     /// The modem truth main has today: a locked SIM on the modem under the CLAT needs a person, and the reason
     /// names the hop.
-    @Test func clatOverALockedModem() async throws {
-        guard TestSupport.privileged("clatOverALockedModem") else { return }
+    @Test(.needsRoot) func clatOverALockedModem() async throws {
         let sim = try await ModemSimulator.start(scenario: "qmi-sim-pin-required")
         let box = try Box("ulock", sim: sim, proto: "qmi")
         let (j, text, exit) = try await box.status()
@@ -87,13 +85,12 @@ import Testing
     /// (`WWANPath`) applies to the lowest link of the chain a modem carries, and the reason names the route's own
     /// link first. Two ways to have no session: the modem not attached for packet data (MBIM Packet Service
     /// detached), and attached with its data session dropped (MBIM Connect: deactivated).
-    @Test(arguments: [
+    @Test(.needsRoot, arguments: [
         ("detached", "\"packet_service\": \"detached\"", "clat: its underlay wwan0: the modem is not attached for packet data"),
         ("nosession", "\"data_sessions\": [{\"session_id\": 0, \"state\": \"disconnected\"}]",
          "clat: its underlay wwan0: the modem has no data session"),
     ])
     func clatOverAModemWithoutADataSession(tag: String, state: String, reason: String) async throws {
-        guard TestSupport.privileged("clatOverAModemWithoutADataSession") else { return }
         var scenario = try String(contentsOfFile: TestPaths.scenarios + "/mbim-4g-lte.json", encoding: .utf8)
         if tag == "detached" {
             scenario = scenario.replacingOccurrences(of: "\"packet_service\": \"attached\"", with: state)

@@ -49,8 +49,7 @@ final class EthernetTopology {
 }
 
 @Suite(.serialized) struct NamespaceTopologyTests {
-    @Test func defaultRouteOverEthernet() async throws {
-        guard TestSupport.privileged("defaultRouteOverEthernet") else { return }
+    @Test(.needsRoot) func defaultRouteOverEthernet() async throws {
         let t = try EthernetTopology()
         let (j, exit, _) = try await status(t.host)
         #expect(exit == 0)
@@ -72,8 +71,7 @@ final class EthernetTopology {
         #expect(text.stdout.hasPrefix("reachable over ethernet via eth0 (gateway 10.10.0.1)"))
     }
 
-    @Test func ipv6AddressOverEthernet() async throws {
-        guard TestSupport.privileged("ipv6AddressOverEthernet") else { return }
+    @Test(.needsRoot) func ipv6AddressOverEthernet() async throws {
         let t = try EthernetTopology()
         let (j, exit, _) = try await status(t.host, ["--address", "2001:db8::1"])
         #expect(exit == 0)
@@ -83,8 +81,7 @@ final class EthernetTopology {
         #expect(flags(j) == ["reachable"])
     }
 
-    @Test func onLinkTargetsAreDirect() async throws {
-        guard TestSupport.privileged("onLinkTargetsAreDirect") else { return }
+    @Test(.needsRoot) func onLinkTargetsAreDirect() async throws {
         let t = try EthernetTopology()
         for target in ["10.10.0.1", "fd00:10::1"] {
             let (j, exit, _) = try await status(t.host, ["--address", target])
@@ -95,8 +92,7 @@ final class EthernetTopology {
         }
     }
 
-    @Test func ownAddressIsLocal() async throws {
-        guard TestSupport.privileged("ownAddressIsLocal") else { return }
+    @Test(.needsRoot) func ownAddressIsLocal() async throws {
         let t = try EthernetTopology()
         for target in ["10.10.0.2", "fd00:10::2"] {
             let (j, exit, _) = try await status(t.host, ["--address", target])
@@ -107,8 +103,7 @@ final class EthernetTopology {
         }
     }
 
-    @Test func carrierDownMeansConnectionRequired() async throws {
-        guard TestSupport.privileged("carrierDownMeansConnectionRequired") else { return }
+    @Test(.needsRoot) func carrierDownMeansConnectionRequired() async throws {
         let t = try EthernetTopology()
         try t.net.ip("link", "set", "up0", "down")  // eth0 loses carrier; its routes stay (linkdown)
         for args in [[], ["--address", "198.51.100.7"], ["--address", "2001:db8::7"]] {
@@ -126,8 +121,7 @@ final class EthernetTopology {
         #expect(text.status == 1)
     }
 
-    @Test func wwanTun() async throws {
-        guard TestSupport.privileged("wwanTun") else { return }
+    @Test(.needsRoot) func wwanTun() async throws {
         let ns = try Namespace("wwan")
         try ns.attachedTun("wwan0")
         try ns.ip("addr", "add", "10.20.0.2", "peer", "10.20.0.1", "dev", "wwan0")
@@ -147,8 +141,7 @@ final class EthernetTopology {
         #expect(dflt["supports_ipv6"] == .bool(true))
     }
 
-    @Test func detachedTunHasNoCarrier() async throws {
-        guard TestSupport.privileged("detachedTunHasNoCarrier") else { return }
+    @Test(.needsRoot) func detachedTunHasNoCarrier() async throws {
         let ns = try Namespace("wwandown")
         try ns.ip("tuntap", "add", "dev", "wwan0", "mode", "tun")  // no process attached: NO-CARRIER
         try ns.ip("addr", "add", "10.20.0.2", "peer", "10.20.0.1", "dev", "wwan0")
@@ -160,8 +153,7 @@ final class EthernetTopology {
         #expect(j["status"] == .string("none"))
     }
 
-    @Test func pointToPointPPPIsTransient() async throws {
-        guard TestSupport.privileged("pointToPointPPPIsTransient") else { return }
+    @Test(.needsRoot) func pointToPointPPPIsTransient() async throws {
         let ns = try Namespace("ppp")
         try ns.attachedTun("ppp0")
         try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
@@ -177,8 +169,7 @@ final class EthernetTopology {
     }
 
     /// A PPP link that is really a modem's dial-up, declared in the configuration: WWAN.
-    @Test func configuredInterfaceKindWins() async throws {
-        guard TestSupport.privileged("configuredInterfaceKindWins") else { return }
+    @Test(.needsRoot) func configuredInterfaceKindWins() async throws {
         let ns = try Namespace("pppwwan")
         try ns.attachedTun("ppp0")
         try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
@@ -194,8 +185,7 @@ final class EthernetTopology {
         #expect(j["route"]?["kind"] == .string("wwan"))
     }
 
-    @Test func pppWithoutCarrierIsNone() async throws {
-        guard TestSupport.privileged("pppWithoutCarrierIsNone") else { return }
+    @Test(.needsRoot) func pppWithoutCarrierIsNone() async throws {
         let ns = try Namespace("pppdown")
         try ns.ip("tuntap", "add", "dev", "ppp0", "mode", "tun")
         try ns.ip("addr", "add", "10.30.0.2", "peer", "10.30.0.1", "dev", "ppp0")
@@ -208,8 +198,7 @@ final class EthernetTopology {
         #expect(j["status"] == .string("none"))
     }
 
-    @Test func noRouteAtAll() async throws {
-        guard TestSupport.privileged("noRouteAtAll") else { return }
+    @Test(.needsRoot) func noRouteAtAll() async throws {
         let ns = try Namespace("empty")
         for args in [[], ["--address", "192.0.2.55"], ["--address", "2001:db8::5"]] {
             let (j, exit, _) = try await status(ns, args)
@@ -227,8 +216,7 @@ final class EthernetTopology {
         #expect(text.stdout.hasPrefix("not reachable: no default route"))
     }
 
-    @Test func refusingRouteTypes() async throws {
-        guard TestSupport.privileged("refusingRouteTypes") else { return }
+    @Test(.needsRoot) func refusingRouteTypes() async throws {
         let t = try EthernetTopology()
         try t.host.ip("route", "add", "unreachable", "198.51.100.0/24")
         try t.host.ip("route", "add", "prohibit", "203.0.113.0/24")
@@ -245,8 +233,7 @@ final class EthernetTopology {
 
     /// The default route is the one the kernel would use: lowest metric, even without carrier, unless the
     /// interface ignores routes with linkdown.
-    @Test func defaultRouteSelectionFollowsTheKernel() async throws {
-        guard TestSupport.privileged("defaultRouteSelectionFollowsTheKernel") else { return }
+    @Test(.needsRoot) func defaultRouteSelectionFollowsTheKernel() async throws {
         let t = try EthernetTopology()
         try t.host.veth("eth1", peer: t.net, "up1")
         try t.host.ip("addr", "add", "10.11.0.2/24", "dev", "eth1")
@@ -268,8 +255,7 @@ final class EthernetTopology {
         #expect(flags(failover) == ["reachable"])
     }
 
-    @Test func linkLocalTargetNeedsAnOnLinkNetwork() async throws {
-        guard TestSupport.privileged("linkLocalTargetNeedsAnOnLinkNetwork") else { return }
+    @Test(.needsRoot) func linkLocalTargetNeedsAnOnLinkNetwork() async throws {
         let t = try EthernetTopology()
         let (viaGateway, exit1, _) = try await status(t.host, ["--link-local"])
         #expect(exit1 == 1)
@@ -282,8 +268,7 @@ final class EthernetTopology {
         #expect(flags(onLink) == ["reachable", "is_direct"])
     }
 
-    @Test func hostNameTargets() async throws {
-        guard TestSupport.privileged("hostNameTargets") else { return }
+    @Test(.needsRoot) func hostNameTargets() async throws {
         let t = try EthernetTopology()
         try t.host.etc("hosts", "127.0.0.1 localhost\n10.10.0.1 gw.example.test\n")
         // Nobody answers at 10.10.0.99: a query there stalls for timeout × attempts (10 s) unless we stop waiting.

@@ -69,8 +69,7 @@ private func chainNames(_ j: JSON) -> [String] {
 
 @Suite(.serialized) struct UnderlayNamespaceTests {
     /// clatd's layout found by its RFC 7335 address alone (the name says nothing): the answer is WWAN.
-    @Test func clatByAddress() async throws {
-        guard TestSupport.privileged("clatByAddress") else { return }
+    @Test(.needsRoot) func clatByAddress() async throws {
         let box = try CellularBox("clat")
         try box.clat("nat46", address: "192.0.0.4/29")
         let (j, exit, _) = try await status(box.host)
@@ -83,7 +82,7 @@ private func chainNames(_ j: JSON) -> [String] {
         #expect(j["route"]?["underlay"] == .object([("interface", .string("wwan0")), ("kind", .string("wwan")), ("via", .string("clat"))]))
         #expect(chainNames(j) == ["nat46", "wwan0"])
         #expect(hop(j, 1)?["remote"] == .string("64:ff9b::/96"))
-        #expect(try await text(box.host).hasPrefix("reachable over wwan via nat46 → wwan0 (on-link)\n  status wwan · medium wwan"))
+        #expect(try await text(box.host).hasPrefix("reachable over wwan via nat46 → wwan0 (on-link)\n  medium wwan · wwan"))
         // The uplinks are the physical links: nat46's IPv4 default counts for wwan0, which it rides on.
         let uplinks = j["uplinks"]?.arrayValue ?? []
         #expect(uplinks.map { $0["interface"] } == [.string("wwan0")])
@@ -96,8 +95,7 @@ private func chainNames(_ j: JSON) -> [String] {
     /// A CLAT known by its name (OpenWrt's `464-wan6`) with an ordinary address. With a route to the PLAT prefix
     /// over eth0 that route is the underlay; without it, the IPv6 default route (wwan0); a configured PLAT prefix
     /// is the one asked.
-    @Test func clatByNameWithAndWithoutAPLATRoute() async throws {
-        guard TestSupport.privileged("clatByNameWithAndWithoutAPLATRoute") else { return }
+    @Test(.needsRoot) func clatByNameWithAndWithoutAPLATRoute() async throws {
         let box = try CellularBox("clatname")
         try box.clat("464-wan6", address: "10.64.0.2/32")
         try box.host.ip("-6", "route", "add", "64:ff9b::/96", "via", "fd00:10::1", "dev", "eth0")
@@ -133,8 +131,7 @@ private func chainNames(_ j: JSON) -> [String] {
     }
 
     /// A VXLAN holding the default route, its remote reached over wwan0.
-    @Test func vxlanOverWWAN() async throws {
-        guard TestSupport.privileged("vxlanOverWWAN") else { return }
+    @Test(.needsRoot) func vxlanOverWWAN() async throws {
         let box = try CellularBox("vxlan")
         try box.vxlanOverWWAN()
         let (j, exit, _) = try await status(box.host)
@@ -160,8 +157,7 @@ private func chainNames(_ j: JSON) -> [String] {
     }
 
     /// OpenVPN's tun shows no underlay to the kernel; the configuration names it.
-    @Test func tunMappedByConfig() async throws {
-        guard TestSupport.privileged("tunMappedByConfig") else { return }
+    @Test(.needsRoot) func tunMappedByConfig() async throws {
         let box = try CellularBox("tunmap")
         try box.host.attachedTun("tun0")
         try box.host.ip("addr", "add", "10.8.0.2", "peer", "10.8.0.1", "dev", "tun0")
@@ -203,8 +199,7 @@ private func chainNames(_ j: JSON) -> [String] {
 
     /// The link under a tunnel loses carrier (its peer goes down; the route to the remote stays, linkdown): the
     /// tunnel is not reachable, and the reason names the hop.
-    @Test func underlayLosingCarrier() async throws {
-        guard TestSupport.privileged("underlayLosingCarrier") else { return }
+    @Test(.needsRoot) func underlayLosingCarrier() async throws {
         let host = try Namespace("uloss")
         let net = try Namespace("uloss-net")
         defer {
@@ -237,8 +232,7 @@ private func chainNames(_ j: JSON) -> [String] {
     }
 
     /// Stacked links follow IFLA_LINK; a bridge follows its forwarding database to the port the gateway is on.
-    @Test func stackedLinksAndABridge() async throws {
-        guard TestSupport.privileged("stackedLinksAndABridge") else { return }
+    @Test(.needsRoot) func stackedLinksAndABridge() async throws {
         let box = try CellularBox("stack")
         try box.host.ip("link", "add", "mv0", "link", "eth0", "type", "macvlan", "mode", "bridge")
         try box.host.ip("addr", "add", "10.10.0.3/24", "dev", "mv0")
@@ -270,8 +264,7 @@ private func chainNames(_ j: JSON) -> [String] {
     }
 
     /// `reach watch`: the route to the VXLAN's remote moves from wwan0 to eth0, and one change line says so.
-    @Test func watchReportsAnUnderlayMove() async throws {
-        guard TestSupport.privileged("watchReportsAnUnderlayMove") else { return }
+    @Test(.needsRoot) func watchReportsAnUnderlayMove() async throws {
         let box = try CellularBox("uwatch")
         try box.vxlanOverWWAN()
         let config = try TestConfig(#"{"modems":{"enabled":false},"wifi":{"enabled":false}}"#)

@@ -75,8 +75,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
 
 @Suite(.serialized) struct UplinkNamespaceTests {
     /// The issue's "Done when", step by step, with `reach status` in text and JSON at each step.
-    @Test func eth0PrimaryWwan0BackupThroughPeerLossAndPrimaryRemoval() async throws {
-        guard TestSupport.privileged("uplinks: done-when steps") else { return }
+    @Test(.needsRoot) func eth0PrimaryWwan0BackupThroughPeerLossAndPrimaryRemoval() async throws {
         let t = try MultiWANTopology()
         try t.defaultRoute(MultiWANTopology.eth0, metric: 10)
         try t.defaultRoute(MultiWANTopology.wwan0, metric: 20)
@@ -139,8 +138,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
 
     /// Three WANs with metrics 10, 15, 20 (in the order netifd might add them): listed primary first, then by
     /// metric; the primary's carrier loss (the kernel keeps the route) leaves the others reachable.
-    @Test func threeUplinksWithMetrics() async throws {
-        guard TestSupport.privileged("uplinks: three") else { return }
+    @Test(.needsRoot) func threeUplinksWithMetrics() async throws {
         let t = try MultiWANTopology([MultiWANTopology.eth0, MultiWANTopology.wwan0, MultiWANTopology.eth1])
         try t.defaultRoute(MultiWANTopology.wwan0, metric: 20)
         try t.defaultRoute(MultiWANTopology.eth1, metric: 15)
@@ -166,8 +164,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
     /// mwan3's layout (`mwan3_create_iface_rules`): per-WAN tables 1 and 2 reached by iif and fwmark rules, plus
     /// its unreachable rules; wwan0 has no main-table default (netifd's defaultroute 0). A table no rule points to
     /// makes no uplink; when mwan3 takes wwan0's rules away, wwan0 is no uplink any more.
-    @Test func mwan3StylePolicyTables() async throws {
-        guard TestSupport.privileged("uplinks: mwan3 tables") else { return }
+    @Test(.needsRoot) func mwan3StylePolicyTables() async throws {
         let t = try MultiWANTopology()
         try t.defaultRoute(MultiWANTopology.eth0, metric: 10)
         try t.defaultRoute(MultiWANTopology.eth0, table: 1)
@@ -202,8 +199,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
     }
 
     /// A backup with IPv6 only (a carrier that gives no IPv4): an uplink through its ::/0 route.
-    @Test func ipv6OnlyBackup() async throws {
-        guard TestSupport.privileged("uplinks: IPv6-only backup") else { return }
+    @Test(.needsRoot) func ipv6OnlyBackup() async throws {
         let t = try MultiWANTopology(ipv4: ["eth0"])
         try t.defaultRoute(MultiWANTopology.eth0, metric: 10)
         try t.defaultRoute(MultiWANTopology.wwan0, metric: 20, ipv6: true)
@@ -227,8 +223,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
 
     /// Configured uplinks: named and ordered; one without a route (a modem still connecting) is listed, not
     /// reachable, instead of vanishing; one that does not exist says so.
-    @Test func configuredUplinksWithoutRoutes() async throws {
-        guard TestSupport.privileged("uplinks: configured") else { return }
+    @Test(.needsRoot) func configuredUplinksWithoutRoutes() async throws {
         let t = try MultiWANTopology()
         try t.defaultRoute(MultiWANTopology.eth0, metric: 10)
         let path = FileManager.default.temporaryDirectory.path + "/gr-uplinks-\(getpid()).json"
@@ -258,8 +253,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
     }
 
     /// The uplinks come with every target; the primary is the default route's, not the target's.
-    @Test func addressTargetKeepsTheDefaultRoutesPrimary() async throws {
-        guard TestSupport.privileged("uplinks: address target") else { return }
+    @Test(.needsRoot) func addressTargetKeepsTheDefaultRoutesPrimary() async throws {
         let t = try MultiWANTopology()
         try t.defaultRoute(MultiWANTopology.eth0, metric: 10)
         try t.defaultRoute(MultiWANTopology.wwan0, metric: 20)
@@ -271,8 +265,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
 
     /// The rtnetlink layer on its own: the rule dump and the per-table default routes, from a thread inside the
     /// namespace.
-    @Test func resolverReadsRulesAndPerTableDefaults() async throws {
-        guard TestSupport.privileged("uplinks: resolver") else { return }
+    @Test(.needsRoot) func resolverReadsRulesAndPerTableDefaults() async throws {
         let t = try MultiWANTopology()
         try t.defaultRoute(MultiWANTopology.wwan0, table: 1234)
         try t.gw.ip("rule", "add", "pref", "2001", "fwmark", "0x100/0x3f00", "lookup", "1234")
@@ -293,8 +286,7 @@ func uplink(_ j: JSON, _ name: String) -> JSON? { uplinks(j).first { $0["interfa
     }
 
     /// A rule change is a notice: mwan3 adding or removing its rules changes the uplinks.
-    @Test func monitorHearsRuleChanges() async throws {
-        guard TestSupport.privileged("uplinks: rule notices") else { return }
+    @Test(.needsRoot) func monitorHearsRuleChanges() async throws {
         let ns = try Namespace("rules")
         let monitor = try await startedMonitor(in: ns)
         try ns.ip("rule", "add", "pref", "2001", "fwmark", "0x100/0x3f00", "lookup", "1")

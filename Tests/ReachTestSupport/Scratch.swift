@@ -2,7 +2,7 @@
 // where reach writes: symbolic links, private copies of device nodes (mknod), FIFOs and listening sockets.
 
 import Foundation
-import ReachFiles
+import ReachSystem
 import Testing
 
 public final class Scratch {
@@ -91,11 +91,6 @@ public final class Scratch {
     public func names(_ sub: String = "") -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: sub.isEmpty ? dir : path(sub))) ?? []).sorted()
     }
-}
-
-/// Device nodes, lchown and other users' files need root (CI runs as root; elsewhere the test says it skipped).
-public func rootOnly(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-    TestSupport.requirement(TestSupport.isRoot, "root (\(what))", sourceLocation: sourceLocation)
 }
 
 /// nobody: the owner of a link a hostile local user planted.

@@ -127,9 +127,15 @@ public enum TestSupport {
         return false
     }
 
-    /// Whether a privileged test may run (see `requirement`).
-    public static func privileged(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-        requirement(isRoot, "\(what) needs root (network namespaces)", sourceLocation: sourceLocation)
+    /// The condition of `.needsRoot` and `.needs(_:_:)`: true when met; when not, a thrown error under
+    /// REACH_REQUIRE_PRIVILEGED=1 (Swift Testing records it as the test's failure), else false (the test is reported as
+    /// skipped, with the trait's comment as the reason).
+    public static func mayRun(_ met: Bool, _ what: String) throws -> Bool {
+        if met { return true }
+        if requirePrivileged {
+            throw TestFailure("requirement missing: \(what); REACH_REQUIRE_PRIVILEGED=1 forbids skipping")
+        }
+        return false
     }
 }
 
@@ -167,4 +173,22 @@ extension TestSupport {
         }
         guard fchmod(fd, mode) == 0 else { throw TestFailure("fchmod \(path): \(String(cString: strerror(errno)))") }
     }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// A test that needs root (network namespaces, tun devices, device nodes, other users' files). Without root it is
+    /// reported as skipped, not passed; under REACH_REQUIRE_PRIVILEGED=1 (scripts/test, CI) a missing root fails it.
+    public static var needsRoot: Self { needs(TestSupport.isRoot, "root (network namespaces, devices)") }
+
+    /// A test that needs something of the machine (a tool, a built program): skipped and said so without it, a
+    /// failure under REACH_REQUIRE_PRIVILEGED=1.
+    public static func needs(_ met: @autoclosure @escaping @Sendable () -> Bool, _ what: String) -> Self {
+        .enabled(if: try TestSupport.mayRun(met(), what), Comment(rawValue: "needs \(what)"))
+    }
+}
+
+/// The requirements of the modem rigs (WWANLab, ModemAgentRig): root for the namespace and the tun, and the
+/// simulator built. A suite lists them as traits: `@Suite(.serialized, .needsRoot, .needsSimulator)`.
+extension Trait where Self == ConditionTrait {
+    public static var needsSimulator: Self { needs(TestPaths.isBuilt(TestPaths.simulator), "reach-modem-sim built") }
 }

@@ -7,6 +7,7 @@
 import CNetlinkShims
 import Foundation
 import ReachCore
+import ReachTestSupport
 import Synchronization
 
 @testable import ReachWiFi
@@ -165,13 +166,7 @@ private let replayReceive:
         UnsafeMutablePointer<OpaquePointer?>?
     ) -> Int32 = { sk, nla, buf, creds in
         guard let kernel = ReplayKernel.session(sk), let buf else { return -Int32(NLE_BAD_SOCK) }
-        guard let next = kernel.nextDatagram() else { return -Int32(NLE_AGAIN) }
-        guard let datagram = next else { return -Int32(NLE_NOMEM) }  // an overrun (ENOBUFS)
-        // libnl free()s *buf after parsing, so it must come from malloc.
-        let memory = malloc(datagram.count)!.assumingMemoryBound(to: UInt8.self)
-        datagram.withUnsafeBufferPointer { memory.update(from: $0.baseAddress!, count: datagram.count) }
-        buf.pointee = memory
-        creds?.pointee = nil
         if let nla { nla.pointee.nl_family = sa_family_t(AF_NETLINK) }
-        return Int32(datagram.count)
+        return NetlinkReplay.deliver(
+            kernel.nextDatagram(), buffer: buf, credentials: creds, again: -Int32(NLE_AGAIN), overrun: -Int32(NLE_NOMEM))
     }

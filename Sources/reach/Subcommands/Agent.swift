@@ -14,7 +14,8 @@ extension Reach {
             discussion: """
                 Signals: SIGTERM or SIGINT stop gracefully (a last "stop" line is written); SIGHUP reloads the \
                 configuration (a bad file is refused, the running one kept) and reopens the report log.
-                Exit status: 0 stopped by a signal, 64 bad usage, 78 bad configuration.
+                Exit status: 0 stopped by a signal, 1 an unexpected failure (systemd/procd restart it), 64 bad \
+                usage, 78 bad configuration.
                 """,
             options: [
                 OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists, else the built-in defaults)."),

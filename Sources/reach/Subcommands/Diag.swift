@@ -2,6 +2,7 @@
 // then one verdict line; the exit status is the verdict.
 
 import GatewayReach
+import Glibc
 import ReachAgent
 import ReachCommandLine
 
@@ -16,7 +17,8 @@ extension Reach {
                 associated, default route, the gateway's neighbour (ARP/NDP) state, DNS servers, and the active \
                 probe when the configuration names one (never otherwise). When an agent runs, its modem and WiFi \
                 readings are used (no modem is opened) and its state goes into the bundle; --direct reads here, and \
-                so do --modem, --wifi and --modem-access.
+                so do --modem, --wifi and --modem-access. Every check is listed, a check not made as [skip] with \
+                why. On a terminal the tags are coloured (not with NO_COLOR set).
                 Exit status: 0 ok, 1 not reachable (no usable default route, or the probe failed), 2 reachable \
                 with problems (a check failed or warned), 64 bad usage, 73 the bundle could not be written, \
                 78 bad configuration.
@@ -51,7 +53,11 @@ extension Reach {
                 direct: direct ? "--direct" : sources.agentCannotAnswer)
             // The bundle on standard output: the checks go to standard error, so the archive stays whole.
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
-            let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text()
+            let fd: Int32 = bundleToStdout ? 2 : 1
+            let colour = DiagReport.colour(
+                terminal: isatty(fd) == 1, noColor: getenv("NO_COLOR").map { String(cString: $0) },
+                term: getenv("TERM").map { String(cString: $0) })
+            let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text(colour: colour)
             if bundleToStdout { printError(out) } else { print(out) }
             if let bundle {
                 let bytes = SupportBundle.build(report: report, config: cfg, showIdentifiers: showIdentifiers)

@@ -23,7 +23,9 @@ extension Reach {
                 Modems are asked for signal reports of about 1 dB where they can give them (QMI Config Signal Info, \
                 MBIM Signal State) and polled otherwise, through qmi-proxy/mbim-proxy so that ModemManager keeps the \
                 port. A modem that goes away is shown gone until it returns.
-                Exit status: 0 after Ctrl-C or --count samples, 64 bad usage, 78 bad configuration.
+                On a terminal q quits (as Ctrl-C does); the screen says at once which ports it opens, and where it \
+                looked when it finds no modem or WiFi uplink.
+                Exit status: 0 after q, Ctrl-C or --count samples, 64 bad usage, 78 bad configuration.
                 """,
             options: [
                 OptionSpec("interval", .value("SECONDS"), help: "Seconds between samples (0.1 to 3600, default 1)."),
@@ -84,6 +86,9 @@ extension Reach {
                     ? [DiscoveredModemSource(options: monitor, interval: .seconds(5), clock: clock)]
                     : ports.map { IndicationModemSource(spec: $0, options: monitor) }
             }
+            let search = LiveSignalText.Search(
+                modemPorts: cfg.modems.enabled ? cfg.modems.ports.map(\.path) : nil,
+                wifiInterfaces: cfg.wifi.enabled ? cfg.wifi.interfaces : nil)
             let wifiSource: (any WiFiSource)? = cfg.wifi.enabled ? NL80211WiFiSource(pollInterval: period) : nil
             let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource, wifiInterfaces: cfg.wifi.interfaces)
             await feed.start()
@@ -95,13 +100,16 @@ extension Reach {
             let lastModel = LastModel()
             let (json, showIdentifiers, interval) = (json, showIdentifiers, interval)
             terminal?.enter()
+            // Something on screen at once: a modem's first answer can take seconds (the first sample waits for it).
+            terminal?.draw(LiveSignalText.opening(search, now: .now(), intervalSeconds: interval, width: terminal?.width ?? 80))
             let signals = await SignalWatch([SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGCONT])
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     await sampler.run(feed) { time, snapshot, model in
                         if let terminal {
                             lastModel.withLock { $0 = model }
-                            terminal.draw(LiveSignalText.frame(model, now: time, intervalSeconds: interval, width: terminal.width))
+                            terminal.draw(LiveSignalText.frame(
+                                model, now: time, intervalSeconds: interval, width: terminal.width, search: search))
                         } else if json {
                             writeLine(LiveSignalText.json(
                                 time: time, wwan: snapshot.wwan, wifi: snapshot.wifi, showIdentifiers: showIdentifiers,
@@ -120,11 +128,16 @@ extension Reach {
                             // Resized, or back from Ctrl-Z: enter the screen again and draw what there is.
                             guard let terminal, let model = lastModel.withLock({ $0 }) else { continue }
                             if signal == SIGCONT { terminal.enter() }
-                            terminal.draw(LiveSignalText.frame(model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width))
+                            terminal.draw(LiveSignalText.frame(
+                                model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width,
+                                search: search))
                         default:
                             return
                         }
                     }
+                }
+                if let terminal, terminal.readsKeys {
+                    group.addTask { await terminal.waitForQuitKey() }
                 }
                 await group.next()
                 group.cancelAll()
@@ -133,7 +146,9 @@ extension Reach {
                 terminal.leave()
                 // The last screen stays in the scrollback: the peaks and changes of the session.
                 if let model = lastModel.withLock({ $0 }) {
-                    writeLine(LiveSignalText.frame(model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width).joined(separator: "\n"))
+                    writeLine(LiveSignalText.frame(
+                        model, now: model.last ?? model.start, intervalSeconds: interval, width: terminal.width, search: search
+                    ).joined(separator: "\n"))
                 }
             }
             await feed.stop()
@@ -164,8 +179,9 @@ func writeAll(_ fd: Int32, _ data: [UInt8]) {
 }
 
 /// The terminal while the live view runs: the alternate screen (so the shell's screen comes back untouched) with
-/// the cursor hidden, every frame drawn from the top-left corner in one write. `leave` undoes both; so does Ctrl-Z
-/// (SIGTSTP), which stops the process only after restoring the terminal. Termios is never changed.
+/// the cursor hidden, every frame drawn from the top-left corner in one write, and standard input (when it is the
+/// terminal) read key by key without echo so that `q` quits; ISIG stays on, so Ctrl-C and Ctrl-Z act as ever.
+/// `leave` undoes all of it; so does Ctrl-Z (SIGTSTP), which stops the process only after restoring the terminal.
 final class LiveTerminal: Sendable {
     static let enterSequence = "\u{1B}[?1049h\u{1B}[?25l\u{1B}[H\u{1B}[2J"
     static let leaveSequence = "\u{1B}[?25h\u{1B}[?1049l"
@@ -179,9 +195,46 @@ final class LiveTerminal: Sendable {
         return (Int(w.ws_row), Int(w.ws_col))
     }
 
+    /// Whether keys are read: standard input is a terminal.
+    let readsKeys = isatty(0) == 1
+
     func enter() {
+        if readsKeys {
+            // Non-canonical without echo: a key arrives as it is pressed (termios(3)); the settings before are kept
+            // for `leave` and the SIGTSTP handler.
+            var settings = termios()
+            if tcgetattr(0, &settings) == 0 {
+                savedTerminalSettings = settings
+                settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
+                withUnsafeMutableBytes(of: &settings.c_cc) { cc in
+                    cc[Int(VMIN)] = 1
+                    cc[Int(VTIME)] = 0
+                }
+                tcsetattr(0, TCSANOW, &settings)
+            }
+        }
         writeAll(1, Array(Self.enterSequence.utf8))
         signal(SIGTSTP, liveTerminalStop)
+    }
+
+    /// Returns when `q` (or `Q`) is pressed, or when cancelled. Standard input is polled without blocking between
+    /// short sleeps, so no thread of the concurrency pool is held; at end of input it waits for cancellation.
+    func waitForQuitKey() async {
+        var ended = false
+        while !Task.isCancelled {
+            if !ended {
+                var p = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, 0) > 0 {
+                    var buffer = [UInt8](repeating: 0, count: 64)
+                    let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+                    if n > 0, buffer.prefix(n).contains(where: { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") }) {
+                        return
+                    }
+                    if n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) { ended = true }
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(ended ? 1000 : 50))
+        }
     }
 
     /// The frame, cut to the screen's height so that nothing scrolls.
@@ -194,15 +247,22 @@ final class LiveTerminal: Sendable {
 
     func leave() {
         signal(SIGTSTP, SIG_DFL)
+        if var settings = savedTerminalSettings { tcsetattr(0, TCSANOW, &settings) }
         writeAll(1, Array(Self.leaveSequence.utf8))
     }
 }
 
-/// SIGTSTP (Ctrl-Z): show the cursor and leave the alternate screen, then stop as the default action would. Only
-/// async-signal-safe calls (write, signal, raise); SIGCONT brings the view back (Signal.run).
+/// The terminal's settings before the live view changed them; read by the SIGTSTP handler, which can reach only
+/// globals. Written in `enter` before the handler is installed.
+nonisolated(unsafe) private var savedTerminalSettings: termios?
+
+/// SIGTSTP (Ctrl-Z): show the cursor, leave the alternate screen and give the shell its terminal settings back, then
+/// stop as the default action would. Only async-signal-safe calls (write, tcsetattr, signal, raise); SIGCONT brings
+/// the view back (Signal.run).
 private let liveTerminalStop: @convention(c) (Int32) -> Void = { _ in
     let restore: StaticString = "\u{1B}[?25h\u{1B}[?1049l"
     restore.withUTF8Buffer { _ = Glibc.write(1, $0.baseAddress, $0.count) }
+    if var settings = savedTerminalSettings { tcsetattr(0, TCSANOW, &settings) }
     signal(SIGTSTP, SIG_DFL)
     raise(SIGTSTP)
 }

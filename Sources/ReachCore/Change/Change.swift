@@ -30,7 +30,7 @@ public struct ChangePolicy: Sendable, Equatable {
     }
 
     /// The defaults of config/reach.json; README.md ("Change detection") justifies them.
-    public static let standard = ChangePolicy(holdDown: .seconds(5), barHysteresisDB: 3)
+    public static let standard = ChangePolicy(holdDown: Defaults.duration(Defaults.holdDownSeconds), barHysteresisDB: Defaults.barHysteresisDB)
     /// How long the modems must have been quiet before what they said is judged (`MonitorEngine`): a modem tells
     /// one event in pieces (registration, attach, data session, signal: one indication each, milliseconds apart),
     /// and each piece judged alone would be a line of its own. Never longer than the hold-down; zero without one.
@@ -413,8 +413,10 @@ public enum ChangeReason {
         if let previous, let current {
             let transitions: [(ChangeField, String, String, String)] = [
                 (.wwanStatus, "wwan", previous.wwanStatus.name, current.wwanStatus.name),
-                (.status, "status", previous.status.rawValue, current.status.rawValue),
+                // The medium before YYReachability's status: "medium wifi→ethernet" is what an installer reads;
+                // the status (whose "wifi" covers Ethernet) only when the medium did not change, named as iOS's.
                 (.medium, "medium", previous.medium.rawValue, current.medium.rawValue),
+                (.status, "iOS status", previous.status.rawValue, current.status.rawValue),
             ]
             for (field, label, from, to) in transitions where changed.contains(field) {
                 let arrow = "\(from)→\(to)"

@@ -1,5 +1,5 @@
 import Foundation
-@testable import ReachFiles
+@testable import ReachSystem
 import ReachTestSupport
 import Testing
 
@@ -64,8 +64,7 @@ import Testing
 
     /// A directory on the way that is a link someone else planted (owned by nobody, or in a directory others can
     /// write) is not followed; one only root can have made is.
-    @Test func aLinkAtTheDirectoryIsFollowedOnlyWhenOnlyRootCanHaveMadeIt() throws {
-        guard rootOnly("lchown, a directory other users can write") else { return }
+    @Test(.needsRoot) func aLinkAtTheDirectoryIsFollowedOnlyWhenOnlyRootCanHaveMadeIt() throws {
         let s = try Scratch("dir-link")
         try s.mkdir("elsewhere")
         try s.link("planted", to: s.path("elsewhere"), owner: nobody)
@@ -88,8 +87,7 @@ import Testing
         #expect(s.read("elsewhere/bundle.tar.gz") == "the new contents\n")
     }
 
-    @Test func aCopyOfDevNullIsWrittenInPlaceAndStaysADevice() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aCopyOfDevNullIsWrittenInPlaceAndStaysADevice() throws {
         let s = try Scratch("null")
         try s.device("null", major: 1, minor: 3)
         #expect(try SafeWrite.replace(s.path("null"), with: bytes, mode: 0o600).get() == .inPlace(.characterDevice))
@@ -100,8 +98,7 @@ import Testing
 
     /// d680fe5 replaced a copy of /dev/full with a regular file and reported success; now the write fails (ENOSPC)
     /// and the device stays.
-    @Test func aCopyOfDevFullFailsAndStaysADevice() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aCopyOfDevFullFailsAndStaysADevice() throws {
         let s = try Scratch("full")
         try s.device("full", major: 1, minor: 7)
         let e = try #require(SafeWrite.replace(s.path("full"), with: bytes, mode: 0o600).failure)
@@ -111,8 +108,7 @@ import Testing
         #expect(s.names() == ["full"])
     }
 
-    @Test func aBlockDeviceASocketAndADirectoryAreRefusedUntouched() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func aBlockDeviceASocketAndADirectoryAreRefusedUntouched() throws {
         let s = try Scratch("refused")
         try s.device("disk", major: 7, minor: 0, block: true)
         try s.socket("sock")
@@ -250,8 +246,7 @@ import Testing
         #expect(t.names() == ["r.1", "victim"])
     }
 
-    @Test func rotationNeverMovesOrRemovesADevice() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func rotationNeverMovesOrRemovesADevice() throws {
         let s = try Scratch("rotate-dev")
         try s.device("r.jsonl", major: 1, minor: 3)
         #expect(SafeWrite.rotate(s.path("r.jsonl"), keep: 2).failure != nil)

@@ -1,5 +1,5 @@
 import Foundation
-import ReachFiles
+import ReachSystem
 import ReachTestSupport
 import Testing
 
@@ -22,8 +22,7 @@ import Testing
         }
     }
 
-    @Test func devicesSocketsAndDirectoriesAreRefused() throws {
-        guard rootOnly("mknod") else { return }
+    @Test(.needsRoot) func devicesSocketsAndDirectoriesAreRefused() throws {
         let s = try Scratch("read-dev")
         try s.device("zero", major: 1, minor: 5)
         try s.socket("sock")

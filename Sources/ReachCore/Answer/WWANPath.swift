@@ -158,19 +158,102 @@ public enum WWANPath {
 }
 
 /// 3GPP reject causes in words (TS 24.008 §10.5.3.6 / annex G for GSM/UMTS, TS 24.301 §9.9.3.9 for EPS, TS 24.501
-/// §9.11.3.2 for 5GS share the numbers below), for the causes a gateway's installer meets.
+/// §9.11.3.2 for 5GS share the numbers below), with what to do about each.
 public enum RejectCause {
+    /// Every value ModemManager's `MMNetworkError` names (ModemManager-enums.h; registration causes of TS 24.008
+    /// and TS 24.301, and the session causes of their annexes I and B that MBIM's `NwError` also carries). 27 is
+    /// read as the registration cause it is in TS 24.301 (N1 mode not allowed); as a session cause it is "missing
+    /// or unknown APN", which its hint covers too.
     static let table: [Int: String] = [
-        2: "IMSI unknown in HLR/HSS", 3: "illegal MS/UE", 5: "IMEI not accepted", 6: "illegal ME",
-        7: "EPS/GPRS services not allowed", 8: "EPS/GPRS and non-EPS/GPRS services not allowed",
+        2: "IMSI unknown in HLR/HSS", 3: "illegal MS/UE", 4: "IMSI unknown in VLR", 5: "IMEI not accepted",
+        6: "illegal ME", 7: "EPS/GPRS services not allowed", 8: "EPS/GPRS and non-EPS/GPRS services not allowed",
         9: "MS/UE identity cannot be derived by the network", 10: "implicitly detached",
         11: "PLMN not allowed", 12: "location/tracking area not allowed",
         13: "roaming not allowed in this location/tracking area", 14: "EPS/GPRS services not allowed in this PLMN",
-        15: "no suitable cells in location/tracking area", 17: "network failure", 22: "congestion",
-        25: "not authorized for this CSG", 27: "N1 mode not allowed",
-        111: "protocol error, unspecified",
+        15: "no suitable cells in location/tracking area", 16: "MSC temporarily not reachable", 17: "network failure",
+        18: "CS domain not available", 19: "ESM failure", 20: "MAC failure", 21: "synch failure", 22: "congestion",
+        23: "UE security capabilities mismatch / GSM authentication unacceptable", 25: "not authorized for this CSG",
+        26: "insufficient resources", 27: "N1 mode not allowed", 28: "unknown PDP address or PDP type",
+        29: "user authentication failed", 30: "activation rejected by GGSN, Serving GW or PDN GW",
+        31: "redirection to 5GCN required", 32: "service option not supported",
+        33: "requested service option not subscribed", 34: "service option temporarily out of order",
+        35: "requested service option not authorized", 38: "call cannot be identified",
+        39: "CS service temporarily not available", 40: "no PDP context activated",
+        41: "semantic error in the TFT operation", 42: "syntactical error in the TFT operation",
+        43: "unknown PDP context", 44: "semantic errors in packet filter", 45: "syntactical errors in packet filter",
+        46: "PDP context without TFT already activated", 48: "request rejected, bearer control mode violation",
+        49: "last PDN disconnection not allowed", 50: "PDP type IPv4 only allowed", 51: "PDP type IPv6 only allowed",
+        62: "no network slices available", 65: "maximum number of PDP contexts reached",
+        66: "requested APN not supported in current RAT and PLMN combination",
+        67: "insufficient resources for specific slice and DNN", 69: "insufficient resources for specific slice",
+        71: "ngKSI already in use", 72: "non-3GPP access to 5GCN not allowed", 73: "serving network not authorized",
+        74: "temporarily not authorized for this SNPN", 75: "permanently not authorized for this SNPN",
+        76: "not authorized for this CAG or authorized for CAG cells only", 77: "wireline access area not allowed",
+        90: "payload was not forwarded", 91: "DNN not supported or not subscribed in the slice",
+        92: "insufficient user-plane resources for the PDU session", 95: "semantically incorrect message",
+        96: "invalid mandatory information", 97: "message type non-existent or not implemented",
+        98: "message type not compatible with the protocol state",
+        99: "information element non-existent or not implemented", 100: "conditional IE error",
+        101: "message not compatible with the protocol state", 111: "protocol error, unspecified",
+        112: "APN restriction value incompatible with active PDP context",
+        113: "multiple accesses to a PDN connection not allowed",
     ]
 
     /// The cause in words, when known.
     public static func words(_ cause: Int) -> String? { table[cause] }
+
+    /// What an installer can do about a cause, when the network gave one; every cause of `table` has one (a cause
+    /// outside it gets the general advice). Grouped as the specs group them: the SIM or device barred, data not in
+    /// the subscription, the area or network refused, the network's own trouble, authentication, closed groups,
+    /// the APN or session, and protocol errors between firmware and network.
+    public static func hint(_ cause: Int) -> String? {
+        switch cause {
+        case 2, 3, 4, 6, 8:
+            return "the network does not accept this SIM (barred, unknown or not activated): ask the operator to "
+                + "check the subscription; a SIM rejected this way stays rejected until the modem is power-cycled"
+        case 5:
+            return "the network refuses this modem's IMEI (blocked or not certified for the network): ask the "
+                + "operator, or use another modem"
+        case 7, 14:
+            return "the subscription has no data service (here or on this network): ask the operator to enable data, "
+                + "or try another network"
+        case 9, 10:
+            return "the network lost the modem's identity or detached it: the modem registers again by itself; "
+                + "power-cycle it if this stays"
+        case 11:
+            return "this network (PLMN) does not accept the SIM: let the modem choose another operator (automatic "
+                + "selection) or check the SIM's roaming agreements"
+        case 12, 13:
+            return "the SIM is not allowed in this area (location/tracking area, or roaming here): the modem tries "
+                + "other areas or networks by itself; check the subscription's coverage and roaming"
+        case 15:
+            return "no cell of this area suits the SIM (often a radio technology the subscription lacks, e.g. LTE "
+                + "without an LTE plan): allow other technologies (3G/2G) or move to another area or antenna position"
+        case 16, 17, 18, 19, 22, 26, 34, 38, 39:
+            return "the network has a problem of its own (failure, congestion, resources): wait, the modem retries; "
+                + "if it lasts, ask the operator"
+        case 20, 21, 23, 29:
+            return "authentication between the SIM and the network failed: reseat the SIM or try another; if it "
+                + "lasts, the operator must check the SIM's keys (or the APN's user name and password for 29)"
+        case 25, 73, 74, 75, 76, 77:
+            return "the network admits only a closed group of users here (CSG, SNPN, CAG): use a public network "
+                + "or ask the operator to add the SIM"
+        case 27, 28, 30, 32, 33, 35, 66, 91:
+            return "the network refused the session (an APN or service not in the subscription): check the APN "
+                + "(modems.ports[], the connection manager) against the operator's settings"
+        case 31, 72:
+            return "the network wants the modem on another core (5GC/EPC): allow 5G (or LTE) in the modem's mode "
+                + "preferences, or update its firmware"
+        case 40, 41, 42, 43, 44, 45, 46, 48, 49, 50, 51, 112, 113:
+            return "the network refused a change to the data session (its context, filters or IP type): restart "
+                + "the connection; set the IP type (ipv4, ipv6, ipv4v6) the operator allows"
+        case 62, 65, 67, 69, 71, 90, 92:
+            return "the network has no room for another session or slice now: close unused sessions and retry later"
+        case 95, 96, 97, 98, 99, 100, 101, 111:
+            return "a protocol error between the modem's firmware and the network: power-cycle the modem; if it "
+                + "repeats, update the firmware or report it to the operator"
+        default:
+            return nil
+        }
+    }
 }

@@ -62,12 +62,7 @@ public enum SnapshotText {
     /// The whole text: headline, a status line, one line per uplink, then one line per modem and WiFi interface.
     public static func render(_ s: Snapshot) -> String {
         var lines = [headline(s)]
-        var status = "  status \(s.status.rawValue) · medium \(s.medium.rawValue) · wwan \(s.wwanStatus.name)"
-        if let r = s.route {
-            status += " · \(r.family.rawValue)"
-            if let src = r.source { status += " src \(src)" }
-        }
-        lines.append(status)
+        lines.append("  " + statusLine(s))
         if !s.flags.isEmpty { lines.append("  flags: " + s.flags.names.joined(separator: ", ")) }
         if let chain = s.route?.underlay {
             lines += chain.peerLines.map { "  " + $0 }
@@ -85,12 +80,34 @@ public enum SnapshotText {
         for m in s.wwan { lines.append("  " + modemLine(m, signalPolicy: s.signalPolicy)) }
         if !s.wwanSource.available, let reason = s.wwanSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WWAN unavailable: \(reason)")
+        } else if s.wwanSource.available && s.wwan.isEmpty {
+            // JSON says `wwan: []`; people need the words, and where to look next.
+            lines.append("  WWAN: no modem found (looked at \(modemSearchPlaces))")
         }
         for w in s.wifi { lines.append("  " + wifiLine(w)) }
         if !s.wifiSource.available, let reason = s.wifiSource.reason, reason != SourceHealth.disabled.reason {
             lines.append("  WiFi unavailable: \(reason)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// Where modem discovery looks (ReachModem's `ModemDiscovery.ports`), for the "no modem found" lines.
+    public static let modemSearchPlaces = "/sys/class/usbmisc/cdc-wdm*, /sys/class/wwan"
+
+    /// "medium ethernet · wwan 4g · ipv4 src 192.0.2.2": the medium first (an installer reads the first word), then
+    /// the WWAN generation and the route's family. YYReachability's status is named only where it differs from the
+    /// medium (its `wifi` means "not over the modem", which on Ethernet reads as WiFi to anyone but an iOS
+    /// developer), labelled as what it is.
+    public static func statusLine(_ s: Snapshot) -> String {
+        var line = "medium \(s.medium.rawValue) · wwan \(s.wwanStatus.name)"
+        if let r = s.route {
+            line += " · \(r.family.rawValue)"
+            if let src = r.source { line += " src \(src)" }
+        }
+        if s.status.rawValue != s.medium.rawValue && s.status != .unknown {
+            line += " · iOS status \(s.status.rawValue)"
+        }
+        return line
     }
 
     /// One modem; the bars are `signalPolicy`'s, named after them unless they are the default profile's.

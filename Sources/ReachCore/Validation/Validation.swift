@@ -119,8 +119,11 @@ public struct ValidationPolicy: Sendable, Equatable {
     public var jitter: Double
 
     public init(
-        interval: Duration = .seconds(30), retryInterval: Duration = .seconds(5), maxInterval: Duration = .seconds(120),
-        timeout: Duration = .seconds(2), downAfter: Int = 3, upAfter: Int = 2, jitter: Double = 0.1
+        interval: Duration = Defaults.duration(Defaults.validationIntervalSeconds),
+        retryInterval: Duration = Defaults.duration(Defaults.validationRetryIntervalSeconds),
+        maxInterval: Duration = Defaults.duration(Defaults.validationMaxIntervalSeconds),
+        timeout: Duration = Defaults.duration(Defaults.validationTimeoutSeconds), downAfter: Int = Defaults.validationDownAfter,
+        upAfter: Int = Defaults.validationUpAfter, jitter: Double = 0.1
     ) {
         self.interval = interval
         self.retryInterval = retryInterval

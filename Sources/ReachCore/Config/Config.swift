@@ -12,20 +12,20 @@ public struct AgentConfig: Sendable, Equatable {
 
     public struct Report: Sendable, Equatable {
         /// The JSON-lines report log.
-        public var path: String = "/var/log/reach/reach.jsonl"
+        public var path: String = Defaults.reportPath
         /// A periodic line is written every interval (and a change line at every change).
-        public var intervalSeconds: Double = 60
+        public var intervalSeconds: Double = Defaults.reportIntervalSeconds
         /// The log is rotated before a line would take it past this size.
-        public var rotateBytes: Int = 1 << 20
+        public var rotateBytes: Int = Defaults.reportRotateBytes
         /// Rotated files kept (reach.jsonl.1 … .N); 0 keeps none.
-        public var rotateKeep: Int = 5
+        public var rotateKeep: Int = Defaults.reportRotateKeep
         public init() {}
     }
 
     /// Change detection: see `ChangePolicy`.
     public struct Changes: Sendable, Equatable {
-        public var holdDownSeconds: Double = 5
-        public var barHysteresisDB: Double = 3
+        public var holdDownSeconds: Double = Defaults.holdDownSeconds
+        public var barHysteresisDB: Double = Defaults.barHysteresisDB
         public init() {}
     }
 
@@ -60,16 +60,16 @@ public struct AgentConfig: Sendable, Equatable {
         public var enabled = true
         /// Ports to open; empty: those that discovery finds in sysfs.
         public var ports: [ModemPortSpec] = []
-        public var requestTimeoutSeconds: Double = 5
+        public var requestTimeoutSeconds: Double = Defaults.modemRequestTimeoutSeconds
         /// The poll used only when a modem sends no indications.
-        public var pollIntervalSeconds: Double = 60
+        public var pollIntervalSeconds: Double = Defaults.modemPollIntervalSeconds
         /// Each modem's I/O (libqmi/libmbim) in a supervised worker process of its own; false: in reach's process.
         public var worker = true
         /// How the control ports are opened: through qmi-proxy/mbim-proxy (auto, proxy) or directly.
         public var access: ModemAccess = .auto
         /// How often the data session is asked again although indications announce it: some firmware sends them
         /// late or never (README "Data session").
-        public var sessionRequerySeconds: Double = 10
+        public var sessionRequerySeconds: Double = Defaults.modemSessionRequerySeconds
         public init() {}
     }
 
@@ -78,7 +78,7 @@ public struct AgentConfig: Sendable, Equatable {
         /// Interfaces to watch; empty: all.
         public var interfaces: [String] = []
         /// The poll used only when nl80211 events are unavailable.
-        public var pollIntervalSeconds: Double = 30
+        public var pollIntervalSeconds: Double = Defaults.wifiPollIntervalSeconds
         public init() {}
     }
 
@@ -116,12 +116,12 @@ public struct AgentConfig: Sendable, Equatable {
         /// room for "/org.gatewayreach.Reach".
         public static let maxStateDirectoryBytes = 107 - 1 - socketName.utf8.count
 
-        public var stateDirectory: String? = "/run/reach"
-        public var hooksDirectory: String? = "/etc/reach/events.d"
-        public var hookTimeoutSeconds: Double = 30
+        public var stateDirectory: String? = Defaults.stateDirectory
+        public var hooksDirectory: String? = Defaults.hooksDirectory
+        public var hookTimeoutSeconds: Double = Defaults.hookTimeoutSeconds
         /// Varlink connections in all, and per uid but root (`APIAdmission`, which holds the defaults).
-        public var maxClients = APIAdmission.defaultMaxClients
-        public var maxClientsPerUID = APIAdmission.defaultMaxClientsPerUID
+        public var maxClients = Defaults.maxClients
+        public var maxClientsPerUID = Defaults.maxClientsPerUID
         public init() {}
 
         public var admission: APIAdmission { APIAdmission(maxClients: maxClients, maxClientsPerUID: maxClientsPerUID) }
@@ -154,7 +154,7 @@ public struct AgentConfig: Sendable, Equatable {
     public var prometheusTextfile: String?
     public var logLevel: LogLevel = .info
     /// Report lines a diagnostics bundle carries.
-    public var diagReportLines = 200
+    public var diagReportLines = Defaults.diagReportLines
     public var api = API()
 
     public init() {}
@@ -177,8 +177,7 @@ public struct AgentConfig: Sendable, Equatable {
     }
 
     public var changePolicy: ChangePolicy {
-        ChangePolicy(holdDown: .milliseconds(Int64((changes.holdDownSeconds * 1000).rounded())),
-                     barHysteresisDB: changes.barHysteresisDB)
+        ChangePolicy(holdDown: Defaults.duration(changes.holdDownSeconds), barHysteresisDB: changes.barHysteresisDB)
     }
 }
 

@@ -4,25 +4,23 @@
 extension AgentConfig {
     public struct Validation: Sendable, Equatable {
         public var enabled = false
-        public var intervalSeconds: Double = 30
-        public var timeoutSeconds: Double = 2
-        public var downAfter = 3
-        public var upAfter = 2
-        public var retryIntervalSeconds: Double = 5
+        public var intervalSeconds: Double = Defaults.validationIntervalSeconds
+        public var timeoutSeconds: Double = Defaults.validationTimeoutSeconds
+        public var downAfter = Defaults.validationDownAfter
+        public var upAfter = Defaults.validationUpAfter
+        public var retryIntervalSeconds: Double = Defaults.validationRetryIntervalSeconds
         /// The backoff's cap while an uplink stays not validated; at least the interval.
-        public var maxIntervalSeconds: Double = 120
+        public var maxIntervalSeconds: Double = Defaults.validationMaxIntervalSeconds
         public var probes: [ProbeSpec] = []
 
         public init() {}
 
         public var policy: ValidationPolicy {
             ValidationPolicy(
-                interval: Self.duration(intervalSeconds), retryInterval: Self.duration(retryIntervalSeconds),
-                maxInterval: Self.duration(max(maxIntervalSeconds, intervalSeconds)), timeout: Self.duration(timeoutSeconds),
+                interval: Defaults.duration(intervalSeconds), retryInterval: Defaults.duration(retryIntervalSeconds),
+                maxInterval: Defaults.duration(max(maxIntervalSeconds, intervalSeconds)), timeout: Defaults.duration(timeoutSeconds),
                 downAfter: downAfter, upAfter: upAfter)
         }
-
-        static func duration(_ s: Double) -> Duration { .milliseconds(Int64((s * 1000).rounded())) }
 
         public var json: JSON {
             .object([
