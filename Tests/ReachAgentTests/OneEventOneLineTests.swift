@@ -8,10 +8,9 @@ import ReachCore
 import ReachTestSupport
 import Testing
 
-@Suite(.serialized) struct OneEventOneLineTests {
+@Suite(.serialized, .needsRoot, .needsSimulator) struct OneEventOneLineTests {
     @Test(arguments: ["qmi", "mbim"])
     func deniedToRegisteredWithItsSessionIsOneLineAndOneHookRun(proto: String) async throws {
-        guard DataSessionTests.privileged() else { return }
         let lab = try await WWANLab.start(proto, registration: "denied")
         defer { lab.stop() }
         let hooks = lab.dir + "/events.d"

@@ -50,9 +50,8 @@ import Testing
     /// The case: with a route over wwan0 and no config file, `--modem PATH:qmi` alone cannot tie the route to
     /// the modem ("no modem is known to carry it"); `--modem PATH:qmi:wwan0` can, and the modem's data session
     /// decides.
-    @Test(arguments: ["qmi", "mbim"])
+    @Test(.needsRoot, .needsSimulator, arguments: ["qmi", "mbim"])
     func theNetdevOnTheCommandLineTiesTheRouteToTheModem(proto: String) async throws {
-        guard DataSessionTests.privileged() else { return }
         let lab = try await WWANLab.start(proto)
         defer { lab.stop() }
         func status(_ modem: String) async throws -> (JSON, Int32) {
