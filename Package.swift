@@ -6,7 +6,7 @@
 import PackageDescription
 
 // The modem libraries (libqmi-glib, libmbim-glib, GIO, GObject, GLib) are opened with the first modem, through
-// CGLibShims' trampolines (Sources/CGLibShims/CGLibShims_lazy.h). The link of `reach` reads an empty linker script in
+// CGLibShims' trampolines (Sources/C/CGLibShims/CGLibShims_lazy.h). The link of `reach` reads an empty linker script in
 // their place (lld's --remap-inputs; pkg-config and the module maps still name them): the binary does not need them at
 // start, and a call without a trampoline fails the link. Other programs that link GatewayReach load them at start as
 // usual and call them through the same trampolines.
@@ -41,16 +41,17 @@ let package = Package(
         .target(name: "ReachLog"),
 
         // System libraries, one per pkg-config file.
-        .systemLibrary(name: "CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
-        .systemLibrary(name: "CMBIM", pkgConfig: "mbim-glib", providers: [.apt(["libmbim-glib-dev"])]),
-        .systemLibrary(name: "CNLRoute", pkgConfig: "libnl-route-3.0", providers: [.apt(["libnl-route-3-dev"])]),
-        .systemLibrary(name: "CNLGenl", pkgConfig: "libnl-genl-3.0", providers: [.apt(["libnl-genl-3-dev"])]),
+        .systemLibrary(name: "CQMI", path: "Sources/C/CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),
+        .systemLibrary(name: "CMBIM", path: "Sources/C/CMBIM", pkgConfig: "mbim-glib", providers: [.apt(["libmbim-glib-dev"])]),
+        .systemLibrary(name: "CNLRoute", path: "Sources/C/CNLRoute", pkgConfig: "libnl-route-3.0", providers: [.apt(["libnl-route-3-dev"])]),
+        .systemLibrary(name: "CNLGenl", path: "Sources/C/CNLGenl", pkgConfig: "libnl-genl-3.0", providers: [.apt(["libnl-genl-3-dev"])]),
 
         // C shims: macros, GObject casts, g_signal_connect, nla_for_each, variadic wrappers.
         // lazy.S and lazy.c: the modem libraries' functions as trampolines, the libraries opened with the first modem
         // (CGLibShims_lazy.h); lazy-symbols.def is their list, written by scripts/lazy-symbols.
-        .target(name: "CGLibShims", dependencies: ["CQMI", "CMBIM"], exclude: ["lazy-symbols.def"]),
-        .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"]),
+        .target(
+            name: "CGLibShims", dependencies: ["CQMI", "CMBIM"], path: "Sources/C/CGLibShims", exclude: ["lazy-symbols.def"]),
+        .target(name: "CNetlinkShims", dependencies: ["CNLRoute", "CNLGenl"], path: "Sources/C/CNetlinkShims"),
 
         // Sleeping until a deadline without leaving a cancelled sleep behind (one timer thread, gone when idle).
         .target(name: "ReachTime", dependencies: ["ReachSystem"]),
@@ -92,11 +93,11 @@ let package = Package(
         ),
 
         // Modem simulator (a test tool that speaks QMUX and MBIM on a pty).
-        .target(name: "ModemSim", dependencies: ["ReachCore"]),
-        .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"]),
+        .target(name: "ModemSim", dependencies: ["ReachCore"], path: "Tests/Tools/ModemSim"),
+        .executableTarget(name: "reach-modem-sim", dependencies: ["ModemSim"], path: "Tests/Tools/reach-modem-sim"),
 
         // WiFi lab tool (hw/lab): times the nl80211 reader and the event monitor inside the VM.
-        .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"]),
+        .executableTarget(name: "reach-wifi-lab", dependencies: ["ReachWiFi", "ReachCore"], path: "Tests/Tools/reach-wifi-lab"),
 
         // Test-only helpers, the one place tests start programs: posix_spawn children with deadlines and a cap on how
         // many run at once, the modem simulator, network namespaces, the built products (Foundation is fine here).

@@ -133,7 +133,7 @@ public enum AgentClient {
         case let .failure(.system(e)) where e.errno == ENOENT || e.errno == ECONNREFUSED:
             return direct("no agent answers on \(socketPath): \(e.reason)")
         case let .failure(.varlink(error, uid)) where error == "TooManyClients":
-            // README "Varlink": who may hold how many connections.
+            // docs/integration.md ("Varlink"): who may hold how many connections.
             return direct("the agent refused: " + Failure.varlink(error: error, uid: uid).reason)
         case let .failure(.varlink(error, _)):
             return direct("the agent on \(socketPath) could not be asked: the agent answered \(error)")

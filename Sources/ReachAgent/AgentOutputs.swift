@@ -172,7 +172,7 @@ struct AgentIdentity: Sendable {
     }
 }
 
-/// The state document (README "Other programs"): schema, time, agent, sources, targets. Pure.
+/// The state document (docs/integration.md, "Other programs"): schema, time, agent, sources, targets. Pure.
 enum StateDocument {
     static func render(
         _ state: HubState, identity: AgentIdentity, events: [(Target, JSON)], counters: JSON

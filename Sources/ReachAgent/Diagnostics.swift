@@ -141,7 +141,7 @@ public enum Diagnostics {
         if readings.detail.contains(text: "TooManyClients") {
             return DiagCheck("agent", "Agent", .warn, readings.text,
                              hint: "the agent's connections are held by other programs: its log names the uids it refused "
-                                 + "(journalctl -u reach, logread); README \"Varlink\" says who may hold how many")
+                                 + "(journalctl -u reach, logread); api.max_clients_per_uid in reach.json(5) says who may hold how many")
         }
         if readings.detail.contains(text: "stale") {
             return DiagCheck("agent", "Agent", .warn, readings.detail + "; read directly",

@@ -27,7 +27,7 @@ public final class VarlinkServer: Sendable {
     /// The interface description GetInterfaceDescription returns (varlink's interface definition syntax).
     public static let interfaceDescription = """
         # GatewayReach: can packets leave this gateway, over what, and how good is the link?
-        # The running agent's answer, read-only; README.md ("Other programs") documents the objects.
+        # The running agent's answer, read-only; docs/integration.md ("Other programs") documents the objects.
         interface org.gatewayreach.Reach
 
         # The agent's whole current answer: the same object as STATE_DIRECTORY/state.json (schema 1): "agent"

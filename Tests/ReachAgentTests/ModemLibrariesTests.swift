@@ -5,7 +5,7 @@ import ReachTestSupport
 import Testing
 
 /// The modem libraries (libqmi-glib, libmbim-glib, GIO, GObject, GLib) are opened with the first modem, in the process
-/// that reads it (Sources/CGLibShims/lazy.S): an agent whose modems run in workers never maps them, and a board
+/// that reads it (Sources/C/CGLibShims/lazy.S): an agent whose modems run in workers never maps them, and a board
 /// without one of them reads the other protocol's modems.
 @Suite(.serialized) struct ModemLibrariesTests {
     static let libraries = ["libqmi-glib", "libmbim-glib", "libgio-2.0", "libgobject-2.0", "libglib-2.0"]

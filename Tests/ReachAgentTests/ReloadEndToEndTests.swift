@@ -54,9 +54,9 @@ import Testing
         #expect(seqs == Array(1...Int64(seqs.count)))
     }
 
-    /// `reach agent --help` names every exit status the README's agent section documents (it left out 1).
+    /// `reach agent --help` names every exit status the agent's documentation gives (it left out 1).
     @Test func helpListsTheReadmesExitStatuses() async throws {
-        let readme = try String(contentsOfFile: TestPaths.repo + "/README.md", encoding: .utf8)
+        let readme = try String(contentsOfFile: TestPaths.repo + "/docs/how-it-works.md", encoding: .utf8)
         let start = try #require(readme.range(of: "Exit status: 0 stopped by a signal"))
         let rest = readme[start.lowerBound...]
         let paragraph = rest[..<(rest.range(of: "\n\n")?.lowerBound ?? rest.endIndex)]

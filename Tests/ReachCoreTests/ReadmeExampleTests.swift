@@ -2,15 +2,16 @@ import Glibc
 import Testing
 @testable import ReachCore
 
-/// The README's output examples, produced here by the code that prints them (issue 31: the status example showed
+/// The output examples of the README and the docs, produced here by the code that prints them (issue 31: the status example showed
 /// `▂▄▆_ 3/4` where the same reading gave 4/4, and the signal scale -125…-75 where it was -138…-88). Each example is
 /// rebuilt from the reading it describes and compared whole with the README's text: a change to the output, the
 /// bars or the scales fails here until the README shows it too.
 @Suite struct ReadmeExampleTests {
-    static let readme: String = {
-        // Tests/ReachCoreTests/ReadmeExampleTests.swift → the repository's README.md.
+    /// A file of the repository (README.md, docs/…) as text; empty when it cannot be read.
+    static func document(_ name: String) -> String {
+        // Tests/ReachCoreTests/ReadmeExampleTests.swift → the repository.
         let repo = String(#filePath).split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
-        guard let file = fopen(repo + "/README.md", "r") else { return "" }
+        guard let file = fopen(repo + "/" + name, "r") else { return "" }
         defer { fclose(file) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -20,11 +21,11 @@ import Testing
             bytes += chunk[..<n]
         }
         return String(decoding: bytes, as: UTF8.self)
-    }()
+    }
 
     /// The indented block (four spaces) that follows the first line containing `marker`, without its indent.
-    static func example(after marker: String) -> [String]? {
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    static func example(after marker: String, in document: String) -> [String]? {
+        let lines = Self.document(document).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard let start = lines.firstIndex(where: { $0.contains(marker) }) else { return nil }
         var block: [String] = []
         for line in lines[(start + 1)...] {
@@ -57,7 +58,7 @@ import Testing
         var eth0 = DualWAN.route(DualWAN.eth0, gateway: "192.0.2.1", metric: 10)
         eth0.source = "192.0.2.2"
         let s = DualWAN.snapshot([eth0, DualWAN.route(dead, gateway: "198.18.0.1", metric: 20)], modems: [modem])
-        let shown = try #require(Self.example(after: "Text output, one glance"), "no status example in the README")
+        let shown = try #require(Self.example(after: "Text output, one glance", in: "README.md"), "no status example in the README")
         let text = SnapshotText.render(s).split(separator: "\n").map(String.init)
         #expect(shown == text, "README.md's status example is not what reach prints now:\n\(text.joined(separator: "\n"))")
     }
@@ -90,7 +91,8 @@ import Testing
             model.record(time: Timestamp(seconds: t0.seconds + Int64(i)), wwan: [m], wifi: [w])
         }
         let frame = LiveSignalText.frame(model, now: Timestamp(seconds: t0.seconds + 19), intervalSeconds: 1)
-        let shown = try #require(Self.example(after: "cell is a neighbour's interference"), "no signal example in the README")
-        #expect(shown == frame, "README.md's signal example is not what reach prints now:\n\(frame.joined(separator: "\n"))")
+        let shown = try #require(
+            Self.example(after: "cell is a neighbour's interference", in: "docs/field-guide.md"), "no signal example in docs/field-guide.md")
+        #expect(shown == frame, "docs/field-guide.md's signal example is not what reach prints now:\n\(frame.joined(separator: "\n"))")
     }
 }

@@ -1,4 +1,4 @@
-// Drives CGLibShims' trampolines (Sources/CGLibShims/lazy.S, lazy.c) against the libraries of fake_a.c and fake_b.c,
+// Drives CGLibShims' trampolines (Sources/C/CGLibShims/lazy.S, lazy.c) against the libraries of fake_a.c and fake_b.c,
 // one scenario per run (run.sh starts a fresh process for each, so every first call goes through a stub):
 //   nine     eight threads make their first call at the same moment, nine integer arguments each (one or more on the
 //            stack on both ABIs)

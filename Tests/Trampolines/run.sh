@@ -4,7 +4,7 @@
 # under qemu. Usage: Tests/Trampolines/run.sh [native|aarch64]...  (default: both; aarch64 is required when asked)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-src="$here/../../Sources/CGLibShims"
+src="$here/../../Sources/C/CGLibShims"
 scenarios=(nine floats printf big opened absent missing abort)
 
 run_arch() {

@@ -1,4 +1,4 @@
-// The report line: the `reach status --json` object plus an `event` member. README.md ("Report lines") documents it.
+// The report line: the `reach status --json` object plus an `event` member. docs/how-it-works.md ("Report lines") documents it.
 //
 //   {"schema":1,"time":…,"target":…,"status":…, …the status schema…, "event":{"type":"change","seq":12,
 //    "changed":["status","medium","reachable"],"reason":"route via wlan1 lost carrier",

@@ -1,5 +1,5 @@
 // The merged answer (route + modems + WiFi) and its JSON form: the schema of `reach status --json` and of every
-// report line. README.md ("JSON schema") documents the keys; a key is never renamed within a schema version.
+// report line. docs/reach.json.5.md ("JSON schema") documents the keys; a key is never renamed within a schema version.
 
 /// What a status is asked about.
 public enum Target: Sendable, Hashable {

@@ -29,7 +29,7 @@ public struct ChangePolicy: Sendable, Equatable {
         self.barHysteresisDB = barHysteresisDB
     }
 
-    /// The defaults of config/reach.json; README.md ("Change detection") justifies them.
+    /// The defaults of config/reach.json; docs/how-it-works.md ("Change detection") justifies them.
     public static let standard = ChangePolicy(holdDown: Defaults.duration(Defaults.holdDownSeconds), barHysteresisDB: Defaults.barHysteresisDB)
     /// How long the modems must have been quiet before what they said is judged (`MonitorEngine`): a modem tells
     /// one event in pieces (registration, attach, data session, signal: one indication each, milliseconds apart),

@@ -1,7 +1,7 @@
 // The agent's configuration: a pure model, read from JSON with strict validation.
 //
 // JSON, not TOML: ReachCore already carries a strict parser with line/column errors, so the config costs no extra
-// parser in the binary. Every key is documented in README.md ("Configuration") and in config/reach.json.
+// parser in the binary. Every key is documented in docs/reach.json.5.md (the reach.json(5) man page) and in config/reach.json.
 // Every problem names the key path ("report.interval_seconds", "targets[1].kind") and what was expected; unknown
 // keys are errors too, so a typo never silently falls back to a default.
 
@@ -68,7 +68,7 @@ public struct AgentConfig: Sendable, Equatable {
         /// How the control ports are opened: through qmi-proxy/mbim-proxy (auto, proxy) or directly.
         public var access: ModemAccess = .auto
         /// How often the data session is asked again although indications announce it: some firmware sends them
-        /// late or never (README "Data session").
+        /// late or never (docs/how-it-works.md, "Data session").
         public var sessionRequerySeconds: Double = Defaults.modemSessionRequerySeconds
         public init() {}
     }
@@ -140,7 +140,7 @@ public struct AgentConfig: Sendable, Equatable {
     /// Interface kind overrides by interface name, e.g. `{"ppp0": "wwan"}` for a modem behind pppd.
     public var interfaceKinds: [String: InterfaceKind] = [:]
     /// The link each interface rides on, where the kernel cannot show it (`{"tun0": "wwan0"}`); wins over every
-    /// underlay rule (README "How the answer is derived").
+    /// underlay rule (docs/how-it-works.md, "How the answer is derived").
     public var interfaceUnderlays: [String: String] = [:]
     /// `clat.plat_prefix`: the PLAT-side NAT64 prefix a CLAT sends to (RFC 6877), 64:ff9b::/96 by default.
     public var platPrefix: IPPrefix = .wellKnownNAT64

@@ -270,7 +270,7 @@ extension Snapshot {
 // MARK: - JSON and text
 
 extension Uplink {
-    /// One element of the snapshot's `uplinks` array (README.md, "Uplinks").
+    /// One element of the snapshot's `uplinks` array (docs/how-it-works.md, "Uplinks").
     public var json: JSON {
         var members: [(String, JSON)] = [
             ("interface", .string(interface)),

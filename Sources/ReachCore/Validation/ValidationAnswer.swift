@@ -16,7 +16,7 @@ extension Uplink {
     /// Reachable and, when validation is on, validated.
     public var usable: Bool { reachable && (!validationEnabled || validated == true) }
 
-    /// The `validation` object (README.md, "Validation (opt-in)"); null when validation is off.
+    /// The `validation` object (docs/how-it-works.md, "Validation (opt-in)"); null when validation is off.
     public var validationJSON: JSON {
         guard validationEnabled else { return .null }
         let r = validation ?? ValidationReading(state: nil, reason: "first round pending")
