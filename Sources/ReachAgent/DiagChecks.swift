@@ -154,7 +154,7 @@ public enum DiagChecks {
                 continue
             }
             if let e = m.error {
-                out.append(DiagCheck(id + ".present", "Modem \(m.device) present and answering", .fail, e, hint: errorHint(m, e)))
+                out.append(DiagCheck(id + ".present", "Modem \(m.device) present and answering", .fail, e, hint: errorHint(m)))
                 continue
             }
             let model = [m.manufacturer, m.model].compactMap { $0 }.joined(separator: " ")
@@ -173,27 +173,29 @@ public enum DiagChecks {
         return out
     }
 
-    /// What to do about a modem that could not be read: the cause when a proxy refused us or another program holds
-    /// the port, else the general advice.
-    static func errorHint(_ m: ModemState, _ e: String) -> String {
+    /// What to do about a modem that could not be read, by the case of its failure.
+    static func errorHint(_ m: ModemState) -> String {
         let proxy = m.protocol == .qmi ? "qmi-proxy" : "mbim-proxy"
-        if e.contains(text: "refused us") {
+        switch m.fault?.kind {
+        case .proxyRefused?:
             return "run reach as root (without capabilities, as the shipped unit does: config/reach.service): \(proxy) "
                 + "serves only root or the user lib\(m.protocol.rawValue) was built for; where no ModemManager runs, "
                 + "modems.access direct also works"
-        }
-        if e.contains(text: "accepted the connection but did not answer") {
-            // (The text is all a modem state carries across the worker boundary; ProxyWatch writes it.)
+        case .proxySilent?:
             return "\(proxy) took the connection and never answered; reach ends and restarts one it started that no "
                 + "other program uses, and leaves one that another program uses (ModemManager) running: restart that "
                 + "program, or end the proxy named here by pid"
-        }
-        if e.contains(text: "the port is also open in") {
+        case .portHeld?:
             return "another program holds the port and takes replies meant for reach: stop it, or let both share the "
                 + "modem through \(proxy) (qmicli -p, mbimcli -p, ModemManager) with modems.access auto"
+        case .wrongProtocol?:
+            let other = m.protocol == .qmi ? "mbim" : "qmi"
+            return "the port speaks the other protocol: name it as \(m.device):\(other) (or leave the protocol out and "
+                + "let sysfs tell it)"
+        default:
+            return "the modem does not answer \(m.protocol.rawValue.uppercased()) requests; "
+                + "stop other users of the port (ModemManager) or power-cycle the modem"
         }
-        return "the modem does not answer \(m.protocol.rawValue.uppercased()) requests; "
-            + "stop other users of the port (ModemManager) or power-cycle the modem"
     }
 
     /// The data session the modem's observers read (`wwan[].data_session`), with what to check when there is none.
@@ -241,7 +243,7 @@ public enum DiagChecks {
         let title = "Modem port shared safely"
         let how = path == .proxy ? "through \(proxy)" : "directly"
         guard let reason = m.accessReason else { return DiagCheck(id + ".access", title, .ok, how) }
-        if reason.contains(text: "the port is also open in") {
+        if !m.sharedWith.isEmpty {
             return DiagCheck(
                 id + ".access", title, .warn, "\(how); \(reason)",
                 hint: "two readers of one port lose each other's replies: make the other program use \(proxy) "

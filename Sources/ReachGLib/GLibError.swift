@@ -17,11 +17,14 @@ public struct GLibError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The C call (or step) that failed, for example "qmi_client_nas_get_system_info".
     public var call: String
     public var message: String
+    /// For `timedOut`: how long the answer was waited for, in milliseconds.
+    public var waitedMs: Int?
 
-    public init(kind: Kind, call: String, message: String) {
+    public init(kind: Kind, call: String, message: String, waitedMs: Int? = nil) {
         self.kind = kind
         self.call = call
         self.message = message
+        self.waitedMs = waitedMs
     }
 
     /// Copies a GError's domain, code and message, then frees it (`g_error_free`).
@@ -37,7 +40,9 @@ public struct GLibError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public static func timedOut(_ call: String, after: Duration) -> GLibError {
-        GLibError(kind: .timedOut, call: call, message: "no answer within \(after.milliseconds) ms")
+        GLibError(
+            kind: .timedOut, call: call, message: "no answer within \(after.milliseconds) ms",
+            waitedMs: Int(after.milliseconds))
     }
 
     public static func cancelled(_ call: String) -> GLibError {

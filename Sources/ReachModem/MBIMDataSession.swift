@@ -87,7 +87,7 @@ struct MBIMDataObserver: Sendable {
                 out[i].clients = [DataClientReading(state: .disconnected)]
             } catch let e as GLibError where e.matches(mbim_status_error_quark, Int32(MBIM_STATUS_ERROR_NO_DEVICE_SUPPORT.rawValue)) {
                 return []
-            } catch let e as GLibError where e.kind == .cancelled || ModemChannel.meansGone(e) {
+            } catch let e as GLibError where e.kind == .cancelled || e.isGIOClosed {
                 throw e
             } catch {
                 out[i].clients = [DataClientReading(state: .unknown, error: ModemChannel.describe(error))]

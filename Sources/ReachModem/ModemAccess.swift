@@ -168,17 +168,15 @@ enum ProcFacts {
         return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { UInt32($0) }
     }
 
-    /// "the port is also open in uqmi (pid 4242)", naming what holds `path` besides `excluding`; nil when nothing
-    /// else does. With `mentionHidden`, when nothing could be named but some processes could not be inspected, says
-    /// so (for an error whose cause may be one of them).
-    static func holdersNote(_ path: String, excluding: [String] = [], mentionHidden: Bool = false) -> String? {
-        let (all, hidden) = holders(of: path)
-        let others = all.filter { !excluding.contains($0.command) }
-        if !others.isEmpty { return "the port is also open in " + others.map(\.description).joined(separator: ", ") }
-        if mentionHidden && hidden > 0 {
-            return "\(hidden) processes could not be inspected (run as root to name what holds the port)"
-        }
-        return nil
+    /// "the port is also open in uqmi (pid 4242)".
+    static func holdersWords(_ holders: [Holder]) -> String {
+        "the port is also open in " + holders.map(\.description).joined(separator: ", ")
+    }
+
+    /// When nothing could be named but some processes could not be inspected (for an error whose cause may be one
+    /// of them).
+    static func hiddenWords(_ hidden: Int) -> String {
+        "\(hidden) processes could not be inspected (run as root to name what holds the port)"
     }
 
     /// procfs through the same small reader as sysfs.
@@ -267,21 +265,32 @@ public enum PortHolders {
 
     /// Adds to `accessReason` who else holds the port, once the port was opened (`access` set), unless said already.
     static func noteInAccess(_ state: inout ModemState, path: String, protocol p: ModemProtocol) {
-        guard scanHere, let access = state.access, !(state.accessReason?.contains(text: "also open in") ?? false) else { return }
+        guard scanHere, let access = state.access, state.sharedWith.isEmpty else { return }
         let proxy = access == .proxy
-        guard let busy = ProcFacts.holdersNote(path, excluding: proxy ? [proxyName(p)] : []) else { return }
-        let note = busy + (proxy
+        let others = ProcFacts.holders(of: path).holders.filter { !proxy || $0.command != proxyName(p) }
+        guard !others.isEmpty else { return }
+        state.sharedWith = others.map(\.description)
+        let note = ProcFacts.holdersWords(others) + (proxy
             ? ": a direct opener and the proxy lose each other's replies"
             : ": opening it directly beside another reader loses replies on both sides (modems.access auto)")
         state.accessReason = [state.accessReason, note].compactMap { $0 }.joined(separator: "; ")
     }
 
-    /// Adds to the error of a port that could not be opened or read what else holds it (a proxy that refused us is
-    /// the cause already; the holders would only add noise).
+    /// Adds to the failure of a port that did not answer or could not be read what else holds it, which then is the
+    /// likely cause (`portHeld`). Not for a proxy that refused us or went silent (the cause already), nor for a port
+    /// that is gone. A proxy reach started is reach's own way to the port, not another holder.
     static func noteInError(_ state: inout ModemState, path: String) {
-        guard scanHere, state.present, let error = state.error, !error.contains(text: "refused us"),
-            !error.contains(text: "also open in"), let busy = ProcFacts.holdersNote(path, mentionHidden: geteuid() != 0)
+        guard scanHere, state.present, let error = state.error, let fault = state.fault,
+            fault.kind == .notAnswering || fault.kind == .failed
         else { return }
-        state.error = error + "; " + busy
+        let (all, hidden) = ProcFacts.holders(of: path)
+        let others = all.filter { !(($0.command == "qmi-proxy" || $0.command == "mbim-proxy") && ProxyWatch.launchedByReach($0.pid)) }
+        if !others.isEmpty {
+            state.fail(
+                error + "; " + ProcFacts.holdersWords(others),
+                ModemFault(.portHeld, waitedMs: fault.waitedMs, holders: others.map(\.description)))
+        } else if hidden > 0 && geteuid() != 0 {
+            state.error = error + "; " + ProcFacts.hiddenWords(hidden)
+        }
     }
 }

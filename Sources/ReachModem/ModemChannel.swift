@@ -75,14 +75,30 @@ actor ModemChannel {
     static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
         var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
         state.interface = spec.interface
-        state.error = ModemChannel.describe(error)
-        state.present = present ?? !ModemChannel.meansGone(error)
+        let fault = ModemChannel.fault(of: error, path: spec.path)
+        state.fail(ModemChannel.describe(error), fault)
+        state.present = present ?? (fault.kind != .gone)
         PortHolders.noteInError(&state, path: spec.path)
         return state
     }
 
-    /// Opens the port named by `spec` (its protocol must be known).
+    /// Opens the port named by `spec` (its protocol must be known). When the open fails and sysfs says the port's
+    /// driver speaks the other protocol, the failure is that (`wrongProtocol`), whatever the library said.
     static func open(_ spec: ModemPortSpec, options: ModemReadOptions, quirks: ModemQuirks) async throws -> ModemChannel {
+        do {
+            return try await openAsNamed(spec, options: options, quirks: quirks)
+        } catch {
+            let byDriver = ModemDiscovery(sysfsRoot: options.sysfsRoot).lookUp(ModemPortSpec(path: spec.path)).spec.protocol
+            guard let p = spec.protocol, let byDriver, byDriver != p, !Task.isCancelled else { throw error }
+            throw ModemError(
+                "\(describe(error)) (the port's driver speaks \(byDriver.rawValue.uppercased()), not \(p.rawValue.uppercased()))",
+                ModemFault(.wrongProtocol))
+        }
+    }
+
+    private static func openAsNamed(
+        _ spec: ModemPortSpec, options: ModemReadOptions, quirks: ModemQuirks
+    ) async throws -> ModemChannel {
         guard let p = spec.protocol else {
             throw ModemError("protocol unknown (name the port as PATH:qmi or PATH:mbim)")
         }
@@ -126,7 +142,7 @@ actor ModemChannel {
             opened = try await session(proxy: plan.proxy)
         } catch let error where !plan.proxy && plan.reason != nil {
             // Say why the port was opened directly: that is often why it failed (a user the proxy would refuse).
-            throw ModemError("\(describe(error)) (\(plan.reason!))")
+            throw ModemError("\(describe(error)) (\(plan.reason!))", fault(of: error, path: spec.path))
         } catch let error where plan.proxy && !Task.isCancelled && ProxyWatch.isTimeout(error) && geteuid() == 0
             && ProcFacts.listening(proxyName)
         {
@@ -139,14 +155,17 @@ actor ModemChannel {
             // `auto` falls back to direct only when no proxy could be started; a proxy that runs and fails us is
             // someone else's (ModemManager's), and opening the port beside it would steal its replies.
             guard options.access == .auto, !ProcFacts.listening(proxyName) else {
-                throw ModemError(proxyFailure(error, proxyName: proxyName))
+                // As another user than the proxy serves, its failing us is its refusal; as root, it is what it is.
+                throw ModemError(
+                    proxyFailure(error, proxyName: proxyName),
+                    geteuid() != 0 ? ModemFault(.proxyRefused) : fault(of: error, path: spec.path))
             }
             logger.debug("No proxy could be started; opening the port directly", metadata: ["error": "\(error)"])
             plan = AccessPlan(proxy: false, reason: "\(proxyName) could not be started (\(describe(error))); opened directly")
             do {
                 opened = try await session(proxy: false)
             } catch {
-                throw ModemError("\(describe(error)) (\(plan.reason!))")
+                throw ModemError("\(describe(error)) (\(plan.reason!))", fault(of: error, path: spec.path))
             }
         }
         let channel = ModemChannel(spec: spec, protocol: p, session: opened, logger: logger, quirks: quirks, links: links)
@@ -163,15 +182,15 @@ actor ModemChannel {
     ) async throws -> Session {
         guard PortHolders.scanHere else {
             ProxyWatch.reportToParent?(silence)
-            throw ModemError(silence.text(subject: silence.name))
+            throw ModemError(silence.text(subject: silence.name), silence.fault)
         }
         let outcome = await ProxyWatch.answer(silence)
         logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
-        guard outcome.restarted else { throw ModemError(outcome.note) }
+        guard outcome.restarted else { throw ModemError(outcome.note, outcome.fault(after: silence)) }
         do {
             return try await retry()
         } catch {
-            throw ModemError("\(describe(error)) (\(outcome.note))")
+            throw ModemError("\(describe(error)) (\(outcome.note))", silence.fault)
         }
     }
 
@@ -202,7 +221,7 @@ actor ModemChannel {
     /// is `state.error`. `state` holds whatever was learnt either way.
     @discardableResult
     func readAll() async -> Bool {
-        state.error = nil
+        state.clearFailure()
         state.unread = []
         return await step { s in
             switch s {
@@ -430,8 +449,9 @@ actor ModemChannel {
             try await body(session)
         } catch {
             logger.debug("Modem read stopped", metadata: ["error": "\(error)"])
-            state.error = ModemChannel.describe(error)
-            if ModemChannel.meansGone(error) { state.present = nodeExists }
+            let fault = ModemChannel.fault(of: error, path: spec.path)
+            state.fail(ModemChannel.describe(error), fault)
+            if fault.kind == .gone { state.present = nodeExists }
             ok = false
         }
         deriveState()
@@ -500,7 +520,7 @@ actor ModemChannel {
                 MBIMDataObserver.apply(c, to: &dataChannels)
             case let .malformed(text):
                 logger.debug("MBIM message not understood", metadata: ["error": "\(text)"])
-                state.error = text
+                state.fail(text, ModemFault(.failed))
                 return true
             case .removed: return portGone()
             }
@@ -511,14 +531,14 @@ actor ModemChannel {
         case .poll, .requery, .refreshCells, .pollSignal:
             return true
         }
-        state.error = nil
+        state.clearFailure()
         deriveState()
         return true
     }
 
     private func portGone() -> Bool {
         state.present = nodeExists
-        state.error = "the port hung up"
+        state.fail("the port hung up", ModemFault(.gone))
         return false
     }
 
@@ -548,15 +568,23 @@ actor ModemChannel {
         var description: String { message }
     }
 
-    static func meansGone(_ error: Error) -> Bool {
-        if error is PortGone { return true }
-        if let e = error as? GLibError {
-            if e.isGIOClosed { return true }
-            let m = e.message.lowercased()
-            return m.contains(text: "no such file") || m.contains(text: "no such device") || m.contains(text: "hang-up")
-                || m.contains(text: "input/output error")
+    /// The case of a failure, from what is known for certain: its type, its GError domain and code, and whether
+    /// the device node is still there (stat's ENOENT). A library that puts the errno only into its message (libqmi's
+    /// "Cannot open device file": ENODEV, EIO under G_IO_ERROR_FAILED) is `failed` while the node stands and `gone`
+    /// once the kernel removed it.
+    static func fault(of error: Error, path: String) -> ModemFault {
+        switch error {
+        case is PortGone:
+            return ModemFault(.gone)
+        case let e as ModemError:
+            return e.fault
+        case let e as GLibError:
+            if ProxyWatch.isTimeout(e) { return ModemFault(.notAnswering, waitedMs: e.waitedMs) }
+            if e.isGIOClosed { return ModemFault(.gone) }
+        default:
+            break
         }
-        return false
+        return DeviceNode.check(path) == .missing ? ModemFault(.gone) : ModemFault(.failed)
     }
 
     static func describe(_ error: Error) -> String {

@@ -157,21 +157,48 @@ public struct ModemDiscovery: Sendable {
 
     /// Fills in what a user-named port lacks (protocol, interface) from sysfs, when its name is a kernel node
     /// (cdc-wdmN, wwanN…). A pty or other path is returned as given.
-    public func complete(_ spec: ModemPortSpec) -> ModemPortSpec {
-        guard spec.protocol == nil || spec.interface == nil else { return spec }
-        let name = spec.path.split(separator: "/").last.map(String.init) ?? spec.path
+    public func complete(_ spec: ModemPortSpec) -> ModemPortSpec { lookUp(spec).spec }
+
+    /// What sysfs says about a user-named port.
+    public struct PortLookup: Sendable, Equatable {
+        /// The spec with what sysfs supplied (what the user named is kept).
+        public var spec: ModemPortSpec
+        /// Where the protocol was looked for and what was found there, for a message when it is still unknown.
+        public var lookedAt: String
+    }
+
+    /// `complete` with the places it looked: the driver of a cdc-wdm node's USB interface
+    /// (`class/usbmisc/NAME/device/driver`, as libqmi's qmi-device.c and ModemManager read it), or a wwan port's
+    /// `type`. A symlink to the node (a udev alias) is followed to the node's own name.
+    public func lookUp(_ spec: ModemPortSpec) -> PortLookup {
+        let given = spec.path.split(separator: "/").last.map(String.init) ?? spec.path
+        var names = [given]
+        if let real = SysFS(root: "/").resolve(spec.path)?.split(separator: "/").last.map(String.init), real != given {
+            names.append(real)
+        }
         var port: DiscoveredPort?
-        if name.hasPrefix("cdc-wdm") {
-            port = ["usbmisc", "usb"].lazy.compactMap { cls -> DiscoveredPort? in
-                guard sys.exists("/class/\(cls)/\(name)") else { return nil }
-                return cdcWDMPort(name: name, classDir: "/class/\(cls)/\(name)")
-            }.first
-        } else if sys.exists("/class/wwan/\(name)") {
-            port = wwanPort(name: name)
+        var looked: [String] = []
+        for name in names where port == nil {
+            if let cls = ["usbmisc", "usb"].first(where: { sys.exists("/class/\($0)/\(name)") }) {
+                let link = "/class/\(cls)/\(name)/device/driver"
+                port = cdcWDMPort(name: name, classDir: "/class/\(cls)/\(name)")
+                if port?.protocol == nil {
+                    looked.append(sys.linkBasename(link).map { "\(sys.full(link)) names \($0), not a QMI or MBIM driver" }
+                        ?? "\(sys.full(link)) does not exist")
+                }
+            } else if sys.exists("/class/wwan/\(name)") {
+                port = wwanPort(name: name)
+                if port?.protocol == nil {
+                    let type = sys.read("/class/wwan/\(name)/type") ?? "unreadable"
+                    looked.append("\(sys.full("/class/wwan/\(name)/type")) is \(type), neither QMI nor MBIM")
+                }
+            } else {
+                looked.append("\(name) is in neither \(sys.full("/class/usbmisc")) nor \(sys.full("/class/wwan"))")
+            }
         }
         var completed = spec
         if completed.protocol == nil { completed.protocol = port?.protocol }
         if completed.interface == nil { completed.interface = port?.interface }
-        return completed
+        return PortLookup(spec: completed, lookedAt: looked.joined(separator: "; "))
     }
 }

@@ -147,7 +147,8 @@ public struct ModemMonitor: Sendable {
                 continue
             case let .timedOut(late):
                 if let late, case let .success(c) = late { await Self.close(c) }
-                emit(ModemChannel.failedState(spec, ModemError("no answer while opening"), present: true),
+                let silent = ModemFault(.notAnswering, waitedMs: Int(options.read.readTimeout.milliseconds))
+                emit(ModemChannel.failedState(spec, ModemError("no answer while opening", silent), present: true),
                      last == nil ? .initialRead : .openFailed)
                 continue
             }

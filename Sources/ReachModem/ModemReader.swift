@@ -116,8 +116,10 @@ public enum ModemReader {
         switch outcome {
         case let .timedOut(late):
             if let late, case let .success(c) = late { await c.close() }
+            let waited = Int(options.readTimeout.milliseconds)
             return ModemChannel.failedState(
-                spec, ModemError("no answer while opening within \(options.readTimeout.milliseconds) ms"), present: true)
+                spec, ModemError("no answer while opening within \(waited) ms", ModemFault(.notAnswering, waitedMs: waited)),
+                present: true)
         case let .finished(.failure(error)):
             options.logger.debug("Modem open failed", metadata: ["modem.device": "\(spec.path)", "error": "\(error)"])
             return ModemChannel.failedState(spec, error)
@@ -128,7 +130,8 @@ public enum ModemReader {
         var state = await channel.state
         if case .timedOut = read {
             let partial = state.error.map { " (\($0))" } ?? ""
-            state.error = "read incomplete after \(options.readTimeout.milliseconds) ms\(partial)"
+            let waited = Int(options.readTimeout.milliseconds)
+            state.fail("read incomplete after \(waited) ms\(partial)", ModemFault(.notAnswering, waitedMs: waited))
         }
         await channel.close()
         return state

@@ -341,7 +341,7 @@ enum WorkerRun {
 
     /// A worker's proxied open got no answer: the proxy is named, and replaced when it is reach's alone, here in the
     /// parent (the worker may not look into other processes). The note is for the state with the error that follows.
-    static func answer(_ silence: ProxySilence, logger: Logger) async -> String? {
+    static func answer(_ silence: ProxySilence, logger: Logger) async -> ProxyNote? {
         // The worker is untrusted (it parses what the modem sends): only the two proxies, and a plausible wait, are
         // acted on; a name from it must never reach the launcher (it picks the program to start by name).
         guard [ModemProtocol.qmi, .mbim].map(PortHolders.proxyName).contains(silence.name),
@@ -352,16 +352,22 @@ enum WorkerRun {
         }
         let outcome = await ProxyWatch.answer(silence)
         logger.warning("Proxy did not answer", metadata: ["proxy": "\(silence.name)", "outcome": "\(outcome.note)"])
-        return outcome.note
+        return ProxyNote(text: outcome.note, fault: outcome.fault(after: silence))
+    }
+
+    /// What the parent found about a worker's proxy silence, for the state that follows.
+    struct ProxyNote: Sendable {
+        var text: String
+        var fault: ModemFault
     }
 
     /// The state the worker sent after a proxy silence, its error replaced by the parent's note (which names the
     /// proxy and what was done). The note applies to the next state whose port could not be opened (`access` nil);
     /// a state of an open port ends it.
-    static func withProxyNote(_ state: ModemState, _ note: inout String?) -> ModemState {
-        guard let text = note else { return state }
+    static func withProxyNote(_ state: ModemState, _ note: inout ProxyNote?) -> ModemState {
+        guard let found = note else { return state }
         var s = state
-        if s.access == nil, s.error != nil { s.error = text }
+        if s.access == nil, s.error != nil { s.fail(found.text, found.fault) }
         note = nil
         return s
     }
@@ -417,7 +423,7 @@ public enum IsolatedModemReader {
     {
         var result: ModemState?
         var ending: (WorkerEnd, String?) = (.exited(0), nil)
-        var proxyNote: String?
+        var proxyNote: WorkerRun.ProxyNote?
         read: for await event in WorkerRun.events(launch, job: .read(spec, options), timing: timing, label: spec.path) {
             switch event {
             case let .message(.proxySilent(silence)):
@@ -499,7 +505,7 @@ public struct IsolatedModemMonitor: Sendable {
             var first = true
             var holders: (ModemAccessPath, String?)?
             var ending: (WorkerEnd, String?) = (.exited(0), nil)
-            var proxyNote: String?
+            var proxyNote: WorkerRun.ProxyNote?
             for await event in WorkerRun.events(launch, job: .monitor(port, options), timing: timing, label: port.path) {
                 switch event {
                 case let .message(.proxySilent(silence)):

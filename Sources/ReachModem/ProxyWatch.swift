@@ -25,6 +25,7 @@ public struct ProxySilence: Sendable, Equatable, Codable {
 
     /// "mbim-proxy accepted the connection but did not answer within 5000 ms", the pid named by `subject`.
     func text(subject: String) -> String { "\(subject) accepted the connection but did not answer within \(waitedMs) ms" }
+    var fault: ModemFault { ModemFault(.proxySilent, waitedMs: waitedMs) }
 }
 
 /// The kernel's table of this network namespace's unix sockets, through sock_diag(7).
@@ -149,6 +150,15 @@ enum ProxyWatch {
         var note: String
         /// The proxy was ended and a new one listens.
         var restarted: Bool
+
+        /// The case of the failure this outcome explains: a proxy that reads its clients (or none that could be
+        /// found) leaves the silence to the modem; a wedged one is the proxy's.
+        func fault(after silence: ProxySilence) -> ModemFault {
+            switch verdict {
+            case .reading, .unknown: return ModemFault(.notAnswering, waitedMs: silence.waitedMs)
+            case .wedgedNotOurs, .wedgedInUse, .restart: return silence.fault
+            }
+        }
     }
 
     /// The answer under way per proxy name: modems read at once through one wedged proxy (several workers, or
@@ -284,6 +294,14 @@ enum ProxyWatch {
         }
         guard let environ = ProcFacts.readSmallFile("\(proc)/\(pid)/environ", limit: 65536) else { return false }
         return environ.split(separator: "\0").contains { $0 == "\(markVariable)=\(me)" }
+    }
+
+    /// A proxy reach's launcher started, in this run or an earlier one (its mark names some reach process): reach's
+    /// own way to the port, which a failure never blames as another holder.
+    static func launchedByReach(_ pid: Int32, proc: String = "/proc") -> Bool {
+        if startedByReach(pid, proc: proc) { return true }
+        guard let environ = ProcFacts.readSmallFile("\(proc)/\(pid)/environ", limit: 65536) else { return false }
+        return environ.split(separator: "\0").contains { $0.hasPrefix("\(markVariable)=") }
     }
 
     /// Alive and not a zombie.

@@ -106,7 +106,7 @@ final class QMIDataObserver: @unchecked Sendable {
                 logger.debug("QMI modem has no WDS service", metadata: ["error": "\(e)"])
                 await loop.run { self.noWDS = true }
                 return []
-            } catch let e as GLibError where e.kind == .cancelled || ModemChannel.meansGone(e) {
+            } catch let e as GLibError where e.kind == .cancelled || e.isGIOClosed {
                 throw e
             } catch let e as GLibError where e.kind == .timedOut {
                 readings[i] = DataClientReading(family: family, state: .unknown, error: e.description)

@@ -39,7 +39,13 @@ struct IndicationSupport: Sendable, Equatable {
 /// Errors of the QMI and MBIM adapters that are not GLib's.
 struct ModemError: Error, Sendable, CustomStringConvertible {
     var description: String
-    init(_ description: String) { self.description = description }
+    /// The case, as the thrower knows it (a proxy's refusal or silence, no answer while opening); `failed` when the
+    /// words are all there is.
+    var fault: ModemFault
+    init(_ description: String, _ fault: ModemFault = ModemFault(.failed)) {
+        self.description = description
+        self.fault = fault
+    }
 }
 
 extension GLibError {

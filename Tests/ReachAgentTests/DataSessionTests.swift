@@ -170,7 +170,13 @@ extension JSON {
         #expect(j["reachable"] == .bool(true) && j["status"] == .string("wwan"))
         #expect(j["modem_check"]?["result"] == .string("unknown"))
         #expect(j.modem?["error"]?.stringValue?.isEmpty == false, "\(j.serialized())")
-        #expect(text.contains("modem check failed, the route's answer stands"), "\(text)")
+        #expect(j.modem?["fault"]?["kind"] == .string("not_answering"), "\(j.serialized())")
+        #expect(text.contains("modem check failed, the route's answer stands: wwan0: modem not answering ("), "\(text)")
+        // Said once, and never as radio state (issue 31: "no service ____ 0/4", "modem check failed" twice).
+        #expect(text.components(separatedBy: "modem check failed").count == 2, "\(text)")
+        #expect(!text.contains("no service") && !text.contains("0/4"), "\(text)")
+        #expect(text.contains("modem not answering (") && text.contains("bars ?/4  registration unknown"), "\(text)")
+        #expect(!text.contains("also open in"), "reach's own proxy is not another holder: \(text)")
 
         let erring = try await WWANLab.start(proto, faults: proto == "qmi"
             ? #"[{"error":{"status":"INCOMPATIBLE_STATE","messages":["wds:get_packet_service_status"]}}]"#

@@ -8,13 +8,16 @@ import Testing
 @Suite struct DiagDataSessionTests {
     static func modem(
         _ channels: [DataChannel], registration: RegistrationState = .home, cause: Int? = nil,
-        access: ModemAccessPath? = .proxy, accessReason: String? = nil, error: String? = nil
+        access: ModemAccessPath? = .proxy, accessReason: String? = nil, sharedWith: [String] = [], error: String? = nil,
+        fault: ModemFault? = nil
     ) -> ModemState {
         var m = DiagTests.modem(registration: registration, error: error)
         m.rejectCause = cause
         m.dataChannels = channels
         m.access = access
         m.accessReason = accessReason
+        m.sharedWith = sharedWith
+        m.fault = fault
         return m
     }
 
@@ -65,7 +68,8 @@ import Testing
         ("auto fell back: no proxy installed", modem([], access: .direct, accessReason: "qmi-proxy is not installed; opened directly"),
          .ok, "directly (qmi-proxy is not installed; opened directly)", nil),
         ("uqmi holds the port beside the proxy",
-         modem([], access: .proxy, accessReason: "the port is also open in uqmi (pid 4242): a direct opener and the proxy lose each other's replies"),
+         modem([], access: .proxy, accessReason: "the port is also open in uqmi (pid 4242): a direct opener and the proxy lose each other's replies",
+               sharedWith: ["uqmi (pid 4242)"]),
          .warn, "uqmi (pid 4242)", "qmicli -p"),
     ])
     func portSharing(_ name: String, modem: ModemState, status: CheckStatus, detail: String, hint: String?) {
@@ -75,13 +79,27 @@ import Testing
         if let hint { #expect(c?.hint?.contains(hint) == true, "\(name)") }
     }
 
-    /// A proxy that refuses us: the failure names the cause, and the hint what to do.
-    @Test func refusedByTheProxy() {
-        let m = Self.modem([], access: nil, error: "qmi_device_open: endpoint hangup; qmi-proxy (pid 17, uid 0) refused us: "
-            + "the proxy serves only root (or the user libqmi/libmbim were built for) and reach runs as uid 998")
+    /// A modem that could not be read: the hint follows the case of the failure, never the words of the error (the
+    /// last row's words speak of a refusal, its case is a silent modem).
+    @Test(arguments: [
+        (ModemFault(.proxyRefused), "qmi_device_open: endpoint hangup; qmi-proxy (pid 17, uid 0) refused us: the proxy serves only root",
+         "run reach as root (without capabilities, as the shipped unit does"),
+        (ModemFault(.proxySilent, waitedMs: 2000), "qmi-proxy accepted the connection but did not answer within 2000 ms",
+         "qmi-proxy took the connection and never answered"),
+        (ModemFault(.portHeld, waitedMs: 5000, holders: ["uqmi (pid 4242)"]),
+         "qmi_device_allocate_client(NAS): no answer within 5000 ms; the port is also open in uqmi (pid 4242)",
+         "another program holds the port"),
+        (ModemFault(.wrongProtocol), "qmi_device_open: no answer within 5000 ms (the port's driver speaks MBIM, not QMI)",
+         "the port speaks the other protocol: name it as /dev/cdc-wdm0:mbim"),
+        (ModemFault(.notAnswering, waitedMs: 5000), "qmi_device_open: refused us, says this text, but no proxy did",
+         "the modem does not answer QMI requests"),
+    ] as [(ModemFault, String, String)])
+    func aFailureGetsTheHintOfItsCase(fault: ModemFault, error: String, hint: String) {
+        let m = Self.modem([], access: nil, error: error, fault: fault)
         let c = Self.check(Self.checks(m), ".present")
         #expect(c?.status == .fail)
-        #expect(c?.hint?.hasPrefix("run reach as root (without capabilities, as the shipped unit does") == true, "\(c?.hint ?? "")")
+        #expect(c?.detail == error)
+        #expect(c?.hint?.hasPrefix(hint) == true, "\(c?.hint ?? "")")
         #expect(Self.check(Self.checks(m), ".access") == nil)
     }
 }

@@ -176,7 +176,7 @@ struct SweepRun: Sendable {
             // reach gives up on no evidence request because of one refusal or one silent request.
             let unasked = p.firstAsked.subtracting(row.refused).filter { run.asked[$0] == nil }
             let mustAsk = row.answer != "no_answer" || !Set(row.refused).isDisjoint(with: p.essential)
-            let stoppedAnswering = row.answer == "no_answer" && run.refusedCounts.count > 1 && run.check.contains("modem check failed")
+            let stoppedAnswering = row.answer == "no_answer" && run.refusedCounts.count > 1 && run.check.contains("modem not answering")
             let verdictOK = run.reachable == expected || (stoppedAnswering && run.reachable == true)
             let ok = verdictOK && run.exit == (run.reachable == true ? 0 : 1) && (!mustAsk || unasked.isEmpty)
             say("| \(p.name) | \(row.access) | \(row.label) | \(row.answer) | \(modem.rawValue) | \(verdict(run.reachable))"

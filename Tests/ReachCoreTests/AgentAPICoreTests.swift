@@ -86,12 +86,14 @@ let stateDirectoryTooLong = "{\"api\":{\"state_directory\":\"/\(String(repeating
         m.packetService = .attached
         m.rejectCause = 15
         m.error = "timeout"
+        m.fault = ModemFault(.portHeld, waitedMs: 5000, holders: ["uqmi (pid 42)"])
         m.identifiers = ModemIdentifiers(imei: "359225050039973", imsi: "262011234567890", iccid: "8949", msisdn: "+49")
         m.model = "RM500Q-GL"
         m.manufacturer = "Quectel"
         m.firmware = "RM500QGLABR11A06M4G"
         m.access = .proxy
         m.accessReason = "the port is also open in uqmi (pid 42): a direct opener and the proxy lose each other's replies"
+        m.sharedWith = ["uqmi (pid 42)"]
         m.dataChannels = [
             DataChannel(
                 interface: "qmimux0", muxID: 1,

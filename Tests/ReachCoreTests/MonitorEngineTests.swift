@@ -88,8 +88,11 @@ private enum Box {
         let events = e.receive(.tick, at: Box.at(16))
         #expect(events.map(\.kind) == [.start])
         #expect(events[0].snapshot.wwanSource == .notReadYet)
-        // Its first answer later is a change like any other (a modem appearing is not a loss: at once).
-        let later = e.receive(.modems(source: "/dev/cdc-wdm0", .ok, Box.eg25()), at: Box.at(17))
+        // Its first answer later is a change like any other (a modem appearing is not a loss: no hold-down), once the
+        // modem has been quiet for the settle (`ChangePolicy.modemSettle`).
+        #expect(e.receive(.modems(source: "/dev/cdc-wdm0", .ok, Box.eg25()), at: Box.at(17)).isEmpty)
+        #expect(e.nextDeadline == .seconds(17.5))
+        let later = e.receive(.tick, at: Box.at(17.5))
         #expect(later.map(\.kind) == [.change])
         #expect(later[0].change?.changed == [.wwanStatus, .bars])
     }
@@ -320,4 +323,72 @@ private enum Box {
 
 extension ReachabilityStatus {
     static let allCasesForTests: [ReachabilityStatus] = [.unknown, .none, .wwan, .wifi]
+}
+
+/// Issue 31 item 8: one event a modem tells in pieces is one change line.
+@Suite struct ModemPiecesTests {
+    /// The recovery from a denied registration as a QMI modem tells it: registration and attach (System Info), the
+    /// data session (WDS), then the signal, milliseconds apart, over a route through the modem's wwan0.
+    static func recovering(_ step: Int) -> [ModemState] {
+        var m = ModemState(device: "/dev/cdc-wdm0", protocol: .qmi)
+        m.interface = "wwan0"
+        m.registration = step >= 1 ? .home : .denied
+        m.rejectCause = step >= 1 ? nil : 15
+        m.accessTechnologies = step >= 1 ? [.lte] : []
+        m.packetService = step >= 1 ? .attached : .detached
+        m.dataChannels = [DataChannel(clients: [DataClientReading(family: .ipv4, state: step >= 2 ? .connected : .disconnected)])]
+        m.signal = step >= 3 ? SignalMeasurement(rsrp: -90) : SignalMeasurement()
+        return [m]
+    }
+
+    static func engine() -> MonitorEngine {
+        var e = MonitorEngine(target: .defaultRoute, settings: Box.settings(holdDown: 5), expecting: [.route, .modem("m")], at: .zero)
+        _ = e.receive(.route(Box.onLTE), at: Box.at(0))
+        let start = e.receive(.modems(source: "m", .ok, recovering(0)), at: Box.at(0))
+        #expect(start.map(\.kind) == [.start] && start.first?.snapshot.reachable == false)
+        return e
+    }
+
+    @Test func aRecoveryToldInPiecesIsOneLine() throws {
+        var e = Self.engine()
+        for (step, t) in [(1, 10.0), (2, 10.002), (3, 10.004)] {
+            #expect(e.receive(.modems(source: "m", .ok, Self.recovering(step)), at: Box.at(t)).isEmpty)
+        }
+        #expect(e.nextDeadline == .milliseconds(10_504))
+        #expect(e.receive(.tick, at: Box.at(10.5)).isEmpty)
+        let events = e.receive(.tick, at: Box.at(10.504))
+        #expect(events.map(\.kind) == [.change])
+        let change = try #require(events.first?.change)
+        #expect(change.changed == [.status, .medium, .wwanStatus, .reachable, .bars], "\(change.changed)")
+        #expect(change.current.reachable && change.current.wwanStatus == .g4 && change.current.bars.values.first == 4)
+        #expect(!change.reason.contains("no data session"), "\(change.reason)")
+        #expect(e.receive(.tick, at: Box.at(20)).isEmpty)
+    }
+
+    /// A modem that keeps talking is still judged a hold-down after its first piece, not never.
+    @Test func aChattyModemIsJudgedWithinTheHoldDown() {
+        var e = Self.engine()
+        var t = 10.0
+        var events: [MonitorEvent] = []
+        while t < 16 {
+            events += e.receive(.modems(source: "m", .ok, Self.recovering(Int(t * 10) % 2 == 0 ? 2 : 3)), at: Box.at(t))
+            t += 0.25
+            events += e.receive(.tick, at: Box.at(t))
+        }
+        #expect(events.first?.kind == .change)
+        #expect(events.first?.snapshot.time == Box.at(15).wall, "judged at the first piece plus the hold-down")
+    }
+
+    /// The piece that completes the recovery later than the settle, within the hold-down: the radio's gain waits
+    /// for it while the modem still blocks the route (`ChangeDetector`), so there is still one line.
+    @Test func aSessionLaterThanTheSettleStillMakesOneLine() throws {
+        var e = Self.engine()
+        #expect(e.receive(.modems(source: "m", .ok, Self.recovering(1)), at: Box.at(10)).isEmpty)
+        #expect(e.receive(.tick, at: Box.at(10.5)).isEmpty, "registered, no session: the gain is held")
+        #expect(e.receive(.modems(source: "m", .ok, Self.recovering(3)), at: Box.at(12)).isEmpty)
+        let events = e.receive(.tick, at: Box.at(12.5))
+        #expect(events.map(\.kind) == [.change])
+        #expect(events.first?.change?.changed.contains(.wwanStatus) == true && events.first?.snapshot.reachable == true)
+        #expect(e.receive(.tick, at: Box.at(20)).isEmpty)
+    }
 }

@@ -184,3 +184,51 @@ final class FakeSysfs {
         #expect(discovery(fs).sysfsAvailable)
     }
 }
+
+/// `ModemDiscovery.lookUp`, which `reach --modem PATH` uses when the protocol or the netdev is left out: what sysfs
+/// supplies, and where it looked when it cannot.
+@Suite struct PortLookupTests {
+    func discovery(_ fs: FakeSysfs) -> ModemDiscovery { ModemDiscovery(sysfsRoot: fs.root, devRoot: "/dev") }
+
+    @Test func driverGivesProtocolAndNetdev() throws {
+        let fs = try FakeSysfs()
+        try fs.usbModem(usbPath: DiscoveryTests.ec25USB, vendor: "2c7c", product: "0125", interface: "1.4",
+                        driver: "qmi_wwan", wdm: "cdc-wdm0", netdev: "wwan0")
+        try fs.usbModem(usbPath: "/devices/pci0000:00/0000:00:14.0/usb1/1-2", vendor: "1199", product: "9091",
+                        interface: "1.12", driver: "cdc_mbim", wdm: "cdc-wdm1", netdev: "wwan1")
+        let d = discovery(fs)
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0")).spec == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0"))
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm1")).spec == ModemPortSpec(path: "/dev/cdc-wdm1", protocol: .mbim, interface: "wwan1"))
+        // What the user named stands: the netdev, and the protocol.
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", interface: "qmimux0")).spec.interface == "qmimux0")
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim)).spec.protocol == .mbim)
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0")).lookedAt.isEmpty)
+    }
+
+    @Test func aDriverThatIsNoModemsIsNamed() throws {
+        let fs = try FakeSysfs()
+        // A cdc-wdm node on an interface bound to a driver that knows no QMI or MBIM (cdc_ether here), on a device
+        // the hardware database does not know either.
+        try fs.usbModem(usbPath: DiscoveryTests.ec25USB, vendor: "abcd", product: "0001", interface: "1.0",
+                        driver: "cdc_ether", wdm: "cdc-wdm3", netdev: nil)
+        let found = discovery(fs).lookUp(ModemPortSpec(path: "/dev/cdc-wdm3"))
+        #expect(found.spec.protocol == nil)
+        #expect(found.lookedAt == "\(fs.root)/class/usbmisc/cdc-wdm3/device/driver names cdc_ether, not a QMI or MBIM driver")
+    }
+
+    @Test func aPortSysfsDoesNotKnowSaysWhereItLooked() throws {
+        let fs = try FakeSysfs()
+        try fs.dir("/class/usbmisc")
+        let found = discovery(fs).lookUp(ModemPortSpec(path: "/tmp/no-such-sim-pty"))
+        #expect(found.spec == ModemPortSpec(path: "/tmp/no-such-sim-pty"))
+        #expect(found.lookedAt == "no-such-sim-pty is in neither \(fs.root)/class/usbmisc nor \(fs.root)/class/wwan")
+    }
+
+    @Test func aWWANPortOfAnotherTypeIsNamed() throws {
+        let fs = try FakeSysfs()
+        try fs.file("/class/wwan/wwan0at0/type", "AT")
+        let found = discovery(fs).lookUp(ModemPortSpec(path: "/dev/wwan0at0"))
+        #expect(found.spec.protocol == nil)
+        #expect(found.lookedAt == "\(fs.root)/class/wwan/wwan0at0/type is AT, neither QMI nor MBIM")
+    }
+}

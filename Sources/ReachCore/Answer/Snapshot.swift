@@ -103,6 +103,12 @@ public struct ModemState: Sendable, Equatable, Codable {
     /// Why the modem could not be read at all this time (no answer, the port gone, the read cut short), if so.
     /// Nothing read alongside is then trusted.
     public var error: String?
+    /// `error` as a case (not answering, gone, refused by the proxy…), decided where the errno or the library's
+    /// error code was known; nil exactly when `error` is.
+    public var fault: ModemFault?
+    /// Other processes that hold the port beside reach's own way to it (a direct opener beside the proxy, anything
+    /// beside a direct open), once it was opened: "uqmi (pid 4242)".
+    public var sharedWith: [String]
     /// What the modem would not tell this time: each request it refused or answered unusably (`unread` in the JSON).
     /// Only what that request would have told is unknown; every other reading stands.
     public var unread: [UnreadReading]
@@ -127,6 +133,19 @@ public struct ModemState: Sendable, Equatable, Codable {
         self.cells = CellReadings()
         self.dataChannels = []
         self.unread = []
+        self.sharedWith = []
+    }
+
+    /// Records that the modem could not be read: the words for people and the case for readers.
+    public mutating func fail(_ error: String, _ fault: ModemFault) {
+        self.error = error
+        self.fault = fault
+    }
+
+    /// The modem answered: the last failure no longer holds.
+    public mutating func clearFailure() {
+        error = nil
+        fault = nil
     }
 
     /// The readings the modem refused, for people ("SIM status, signal"); empty when none.
@@ -492,10 +511,12 @@ extension ModemState {
             ("data_channels", .array(dataChannels.map(\.json))),
             ("access", .optional(access?.rawValue)),
             ("access_reason", .optional(accessReason)),
+            ("shared_with", .array(sharedWith.map(JSON.string))),
             ("manufacturer", .optional(manufacturer)),
             ("model", .optional(model)),
             ("firmware", .optional(firmware)),
             ("error", .optional(error)),
+            ("fault", fault?.json ?? .null),
             ("unread", .array(unread.map(\.json))),
         ]
         if !signalPolicy.overridden.isEmpty, let i = members.firstIndex(where: { $0.0 == "bars_profile" }) {

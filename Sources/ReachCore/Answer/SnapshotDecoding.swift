@@ -29,6 +29,7 @@ extension ModemState {
         packetService = json["packet_service"]?.stringValue.flatMap(PacketServiceState.init(rawValue:))
         rejectCause = json["reject_cause"]?.intValue.map { Int($0) }
         error = json["error"]?.stringValue
+        fault = json["fault"].flatMap(ModemFault.init(json:))
         unread = (json["unread"]?.arrayValue ?? []).compactMap { u in
             guard let r = u["reading"]?.stringValue.flatMap(UnreadReading.Reading.init(rawValue:)) else { return nil }
             return UnreadReading(r, reason: u["reason"]?.stringValue ?? "")
@@ -36,6 +37,7 @@ extension ModemState {
         dataChannels = (json["data_channels"]?.arrayValue ?? []).map(DataChannel.init(json:))
         access = json["access"]?.stringValue.flatMap(ModemAccessPath.init(rawValue:))
         accessReason = json["access_reason"]?.stringValue
+        sharedWith = (json["shared_with"]?.arrayValue ?? []).compactMap(\.stringValue)
         manufacturer = json["manufacturer"]?.stringValue
         model = json["model"]?.stringValue
         firmware = json["firmware"]?.stringValue

@@ -78,9 +78,10 @@ public enum WWANPath {
                 interface: interface, device: m.device, result: r, reason: why.map { "\(interface): \($0)\(unreadNote)" },
                 notRead: notRead)
         }
-        if !m.present { return result(.unknown, "modem check failed: \(m.device) is gone") }
+        // (`unknown` says the check failed; the reason says only why, so that a line showing both says it once.)
+        if !m.present { return result(.unknown, "\(m.device) is gone") }
         if m.sim.needsIntervention { return result(.blocked, "the SIM needs its \(m.sim == .pukRequired ? "PUK" : "PIN")") }
-        if let e = m.error { return result(.unknown, "modem check failed: \(e)") }
+        if let e = m.error { return result(.unknown, m.fault?.words(protocol: m.protocol) ?? e) }
         let c = m.dataChannels.isEmpty ? nil : channel(for: interface, of: m)
         // Definite evidence first, whatever else could not be read.
         if let down = definiteDown(m, channel: c) { return result(.blocked, down) }

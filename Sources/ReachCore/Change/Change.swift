@@ -8,6 +8,8 @@
 // - A change to a worse state (reachable→not, any status→none, 5g→4g, fewer bars, a link gone) is held down for
 //   `holdDown`: it is reported only if it still holds when the hold-down ends, so a short loss that comes back is
 //   never reported at all. The kernel tells us at once; we wait on purpose, and only for losses.
+// - So is a modem's radio gain (generation, bars) while that modem still blocks the route (`ModemCheck.blocked`): a
+//   recovery arrives in pieces, and the piece that completes it within the hold-down makes one line of them all.
 // - Bars move only when the signal crosses a bar boundary by `barHysteresisDB` (see `BarThresholds.level(_:bias:)`),
 //   so a signal sitting on a boundary does not toggle between two bar counts. Modem bars use the snapshot's
 //   signal policy (`ModemState.bars(_:bias:)`).
@@ -29,6 +31,11 @@ public struct ChangePolicy: Sendable, Equatable {
 
     /// The defaults of config/reach.json; docs/how-it-works.md ("Change detection") justifies them.
     public static let standard = ChangePolicy(holdDown: Defaults.duration(Defaults.holdDownSeconds), barHysteresisDB: Defaults.barHysteresisDB)
+    /// How long the modems must have been quiet before what they said is judged (`MonitorEngine`): a modem tells
+    /// one event in pieces (registration, attach, data session, signal: one indication each, milliseconds apart),
+    /// and each piece judged alone would be a line of its own. Never longer than the hold-down; zero without one.
+    public var modemSettle: Duration { min(holdDown, .milliseconds(500)) }
+
     /// Every change at once, no hysteresis: what a plain "diff the snapshots" would do.
     public static let immediate = ChangePolicy(holdDown: .zero, barHysteresisDB: 0)
 }
@@ -248,7 +255,14 @@ public struct ChangeDetector: Sendable {
             v.medium = s.medium
             changed.append(.medium)
         }
-        if settle(.field(.wwanStatus), same: s.wwanStatus == v.wwanStatus, worse: s.wwanStatus < v.wwanStatus) {
+        // A modem announces a recovery in pieces (registration, then attach, then its data session, each its own
+        // indication a few milliseconds apart). While the modem behind the route still blocks it, what its radio
+        // gained is held like a loss: the rest of the recovery, arriving within the hold-down, makes one line with
+        // it, instead of a line per piece and one of them a transient "not reachable".
+        let modemMidway = s.modemCheck?.result == .blocked
+        if settle(
+            .field(.wwanStatus), same: s.wwanStatus == v.wwanStatus, worse: s.wwanStatus < v.wwanStatus || modemMidway)
+        {
             v.wwanStatus = s.wwanStatus
             changed.append(.wwanStatus)
         }
@@ -269,7 +283,7 @@ public struct ChangeDetector: Sendable {
             let candidate = links[key]
             let worse: Bool
             switch (reported, candidate) {
-            case let (r?, c?): worse = c < r
+            case let (r?, c?): worse = c < r || (modemMidway && key.kind == .wwan)
             case (_?, nil): worse = true
             default: worse = false
             }

@@ -153,6 +153,9 @@ public struct MonitorEngine: Sendable {
     private var wifiPart: (SourceHealth, [WiFiLink])?
     private var validationPart: ValidationPart?
     private var nextPeriodic: Duration?
+    /// Modem pieces being gathered (`ChangePolicy.modemSettle`): when the first and the latest arrived. What changed
+    /// is judged once the modems are quiet, or a hold-down after the first piece, whichever is sooner.
+    private var gathering: (first: Duration, last: Duration)?
 
     /// - Parameters:
     ///   - expecting: the sources whose first answer the `start` event waits for (at most `startupGrace`).
@@ -171,11 +174,13 @@ public struct MonitorEngine: Sendable {
         case let .waiting(until): return until
         case .stopped: return nil
         case .running:
-            switch (detector.nextDeadline, nextPeriodic) {
-            case let (h?, p?): return min(h, p)
-            case let (h, p): return h ?? p
-            }
+            return [detector.nextDeadline, nextPeriodic, settled].compactMap { $0 }.min()
         }
+    }
+
+    /// When the modem pieces being gathered are judged.
+    private var settled: Duration? {
+        gathering.map { min($0.last + settings.policy.modemSettle, $0.first + settings.policy.holdDown) }
     }
 
     /// Applies one input at `time`; returns what is to be told, in order.
@@ -191,6 +196,9 @@ public struct MonitorEngine: Sendable {
             modemParts[source] = (health, states)
             expecting.remove(.modem(source))
             heard["wwan"] = time.wall
+            if phase == .running && settings.policy.modemSettle > .zero {
+                gathering = (gathering?.first ?? time.monotonic, time.monotonic)
+            }
         case let .modemSourceRemoved(source):
             modemParts[source] = nil
             modemOrder.removeAll { $0 == source }
@@ -224,6 +232,9 @@ public struct MonitorEngine: Sendable {
         case .waiting:
             return expecting.isEmpty ? start(time) : []
         case .running:
+            // While modem pieces are gathered, every part waits with them (a route change judged now would meet a
+            // modem told only halfway).
+            if gathering != nil { return [] }
             guard let e = detector.observe(s, at: time.monotonic) else { return [] }
             return [event(.change, s, change: e)]
         case .stopped:
@@ -260,6 +271,12 @@ public struct MonitorEngine: Sendable {
             break
         }
         var events: [MonitorEvent] = []
+        if let due = settled, time.monotonic >= due {
+            gathering = nil
+            let s = assemble(time)
+            latest = s
+            if let e = detector.observe(s, at: time.monotonic) { events.append(event(.change, s, change: e)) }
+        }
         if let e = detector.tick(at: time.monotonic) {
             // The parts are those the detector saw last; only the time is new.
             let s = assemble(time)

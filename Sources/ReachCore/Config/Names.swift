@@ -46,3 +46,53 @@ public enum FilePathText {
 
     public static let expected = "an absolute file path"
 }
+
+/// A modem control port as the command line names it: `PATH[:qmi|:mbim][:NETDEV]` (`/dev/cdc-wdm0`,
+/// `/dev/cdc-wdm0:qmi`, `/dev/cdc-wdm0:wwan0`, `/dev/pts/3:mbim:wwan0`). The protocol and the network interface the
+/// modem carries may be left out; whether sysfs can supply them is the caller's question (ReachModem's
+/// `ModemDiscovery.lookUp`). A path holding ':' cannot be named this way (no device node does).
+public enum ModemPortArgument {
+    /// For help texts.
+    public static let syntax = "PATH[:qmi|:mbim][:NETDEV]"
+
+    /// What is wrong with the text, in words that follow "--modem 'TEXT': ".
+    public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        public var description: String
+        public init(_ description: String) { self.description = description }
+    }
+
+    public static func spec(_ text: String) -> Result<ModemPortSpec, Problem> {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        let path = parts[0]
+        var spec = ModemPortSpec(path: path)
+        switch parts.count {
+        case 1:
+            break
+        case 2:
+            if let p = ModemProtocol(rawValue: parts[1]) {
+                spec.protocol = p
+            } else if InterfaceName.isValid(parts[1]) {
+                spec.interface = parts[1]
+            } else {
+                return .failure(Problem(
+                    "'\(parts[1])' is neither a protocol ('qmi' or 'mbim') nor an interface name "
+                        + "(\(InterfaceName.problem(parts[1])!)); expected \(syntax)"))
+            }
+        case 3:
+            guard let p = ModemProtocol(rawValue: parts[1]) else {
+                return .failure(Problem("the protocol must be 'qmi' or 'mbim', got '\(parts[1])'"))
+            }
+            if let why = InterfaceName.problem(parts[2]) {
+                return .failure(Problem("'\(parts[2])' is not an interface name (\(why))"))
+            }
+            spec.protocol = p
+            spec.interface = parts[2]
+        default:
+            return .failure(Problem("too many ':' (expected \(syntax))"))
+        }
+        if let why = FilePathText.problem(path) {
+            return .failure(Problem("expected an absolute device path (\(why))"))
+        }
+        return .success(spec)
+    }
+}

@@ -344,7 +344,10 @@ extension SnapshotText {
         }
         if let tables = u.tablesText { parts.append(tables) }
         if !u.validationText.isEmpty { parts.append(String(u.validationText.dropFirst(3))) }
-        if let m = u.modem {
+        if let m = u.modem, !m.present || m.error != nil {
+            // A modem that could not be read has no radio state to show (its failure is on its own line).
+            parts.append(m.present ? "radio unknown" : "modem absent")
+        } else if let m = u.modem {
             let b = bars ?? m.bars(u.signalPolicy)
             parts.append((m.generation == .none ? "no service" : m.generation.name.uppercased()) + " \(barGlyphs(b)) \(b)/4")
         } else if let w = u.wifi, w.associated {

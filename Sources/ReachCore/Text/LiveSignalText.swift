@@ -174,12 +174,11 @@ public enum LiveSignalText {
                 if let e = m.error { head += words("(\(e))", first: " ") }
                 head[head.count - 1] += ","  // the comma stays with its word when the rest wraps
                 head.append(" waiting for it")
+            } else if let e = m.error {
+                // A modem that did not answer says so: its registration is unknown, not "not registered".
+                if let said = m.fault?.words(protocol: m.protocol) { head += words(said, first: "  ") } else { head += words(e, first: "  ") }
             } else if !m.registration.isRegistered {
                 head.append("  not registered (\(m.registration.rawValue))")
-                if let e = m.error {
-                    head[head.count - 1] += ","
-                    head += words(e, first: " ")
-                }
             } else {
                 // Each part of the radio summary is a piece of its own: "EARFCN 1300" moves whole.
                 head += radioParts(m).map { "  " + $0 }
@@ -265,6 +264,8 @@ public enum LiveSignalText {
             var parts = [m.device]
             if !m.present {
                 parts.append("gone")
+            } else if m.error != nil {
+                parts.append(m.fault?.words(protocol: m.protocol) ?? "error")
             } else if !m.registration.isRegistered {
                 parts.append(m.registration.rawValue)
             } else {
@@ -277,7 +278,7 @@ public enum LiveSignalText {
                     }
                 }
             }
-            if let e = m.error, !m.present || !m.registration.isRegistered { parts.append("(\(e))") }
+            if let e = m.error { parts.append("(\(e))") }
             links.append(parts.joined(separator: " "))
         }
         for w in wifi where w.mode == .station {

@@ -116,6 +116,12 @@ public enum SnapshotText {
         if let i = m.interface { parts.append(i) }
         if !m.present {
             parts.append("absent")
+        } else if let e = m.error {
+            // Nothing read alongside a failure is trusted: the failure is said as what it is, the radio as unknown
+            // (never "no service 0/4", which reads like a dead spot).
+            parts.append(m.fault?.words(protocol: m.protocol) ?? "error: \(e)")
+            parts.append("bars ?/4")
+            parts.append("registration unknown")
         } else {
             var gen = m.generation == .none ? "no service" : m.generation.name.uppercased()
             if let mode = m.nrMode { gen += " " + mode.uppercased() }
@@ -143,7 +149,7 @@ public enum SnapshotText {
             if m.packetService == .detached { parts.append("PS detached") }
             if let session = m.dataSession { parts.append("data \(session.rawValue)") }
         }
-        if let e = m.error { parts.append("error: \(e)") }
+        if !m.present, let e = m.error, m.fault?.kind != .gone { parts.append("error: \(e)") }
         if !m.unread.isEmpty { parts.append("not read: " + m.unreadWords) }
         return parts.joined(separator: "  ")
     }

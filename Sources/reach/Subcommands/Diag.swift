@@ -16,9 +16,9 @@ extension Reach {
                 radio technology and bars, data attached with the WWAN interface up and addressed, WiFi uplink \
                 associated, default route, the gateway's neighbour (ARP/NDP) state, DNS servers, and the active \
                 probe when the configuration names one (never otherwise). When an agent runs, its modem and WiFi \
-                readings are used (no modem is opened) and its state goes into the bundle; --direct reads here. \
-                Every check is listed, a check not made as [skip] with why. On a terminal the tags are coloured \
-                (not with NO_COLOR set).
+                readings are used (no modem is opened) and its state goes into the bundle; --direct reads here, and \
+                so do --modem, --wifi and --modem-access. Every check is listed, a check not made as [skip] with \
+                why. On a terminal the tags are coloured (not with NO_COLOR set).
                 Exit status: 0 ok, 1 not reachable (no usable default route, or the probe failed), 2 reachable \
                 with problems (a check failed or warned), 64 bad usage, 73 the bundle could not be written, \
                 78 bad configuration.
@@ -28,34 +28,29 @@ extension Reach {
                 OptionSpec("bundle", .value("FILE"), help: "Also write a support bundle (.tar.gz: snapshot, checks, the last report lines, versions, config); '-' or /dev/stdout streams it to standard output (the checks then go to standard error)."),
                 OptionSpec("direct", help: "Read modems and WiFi here even when an agent runs (default: take the running agent's readings)."),
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID, phone numbers and full BSSIDs (redacted by default)."),
-                OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
-                ModemAccessOption.spec,
-            ])
+            ] + SourceOptions.specs)
 
         var json: Bool
-        var modemAccess: ModemAccess?
+        var sources: SourceOptions
         var bundle: String?
         var showIdentifiers: Bool
-        var config: String?
         var direct: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
             direct = p.flag("direct")
             showIdentifiers = p.flag("show-identifiers")
-            config = try configOption(p)
-            modemAccess = try ModemAccessOption.parse(p)
+            sources = try SourceOptions(p)
             if let b = p.value("bundle") {
                 bundle = b == "-" || SafeWrite.ownDescriptor(b) != nil ? b : try outputPath(b, option: "bundle")
             }
         }
 
         func run() async -> Int32 {
-            guard var cfg = loadConfig(config) else { return ExitStatus.config }
-            if let modemAccess { cfg.modems.access = modemAccess }
-            let direct = direct ? "--direct" : modemAccess != nil ? "--modem-access" : nil
+            guard let cfg = sources.configuration() else { return ExitStatus.config }
             let report = await Diagnostics.run(
-                config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg), direct: direct)
+                config: cfg, showIdentifiers: showIdentifiers, modemWorker: Reach.modemWorker(cfg),
+                direct: direct ? "--direct" : sources.agentCannotAnswer)
             // The bundle on standard output: the checks go to standard error, so the archive stays whole.
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
             let fd: Int32 = bundleToStdout ? 2 : 1

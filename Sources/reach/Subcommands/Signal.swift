@@ -32,28 +32,16 @@ extension Reach {
                 OptionSpec("count", .value("N"), help: "Stop after N samples (default: until interrupted)."),
                 OptionSpec("json", help: "Print one JSON object per sample: time, wwan and wifi as in 'reach status --json'."),
                 OptionSpec("plain", help: "Print one line per sample even on a terminal."),
-                OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
-                OptionSpec("no-modems", help: "Do not ask any modem."),
-                OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
-                ModemAccessOption.spec,
-                OptionSpec("wifi", .value("IFACE"), help: "Show only this WiFi interface."),
-                OptionSpec("no-wifi", help: "Do not show WiFi."),
+            ] + SourceOptions.specs + [
                 OptionSpec("show-identifiers", help: "With --json: show IMEI, IMSI, ICCID, phone numbers, TAC/LAC and cell ids."),
-                OptionSpec("config", .value("FILE"), help: "The configuration file."),
             ])
 
         var interval: Double
         var count: Int?
         var json: Bool
         var plain: Bool
-        var modems: [ModemPortSpec]?
-        var noModems: Bool
-        var modemTimeout: Double?
-        var modemAccess: ModemAccess?
-        var wifi: String?
-        var noWiFi: Bool
+        var sources: SourceOptions
         var showIdentifiers: Bool
-        var config: String?
 
         init(_ p: ParsedArguments) throws(UsageError) {
             interval = try CommandLineParser.seconds(p, "interval", default: 1, max: 3600)
@@ -69,31 +57,18 @@ extension Reach {
             json = p.flag("json")
             plain = p.flag("plain")
             if json && plain { throw UsageError("--json and --plain are mutually exclusive") }
-            noModems = p.flag("no-modems")
-            noWiFi = p.flag("no-wifi")
-            modemAccess = try ModemAccessOption.parse(p)
-            wifi = p.value("wifi")
+            sources = try SourceOptions(p)
             showIdentifiers = p.flag("show-identifiers")
-            config = p.value("config")
-            if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
-            if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
-            if let wifi, wifi.isEmpty || wifi.utf8.count > 15 || wifi.contains("/") {
-                throw UsageError("--wifi '\(wifi)' is not an interface name")
-            }
-            modemTimeout = p.value("modem-timeout") == nil
-                ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
-            modems = p.values("modem").isEmpty ? nil : try p.values("modem").map(Status.modemSpec)
         }
 
         func run() async -> Int32 {
-            guard let cfg = loadConfig(config) else { return ExitStatus.config }
+            guard let cfg = sources.configuration() else { return ExitStatus.config }
             let live = !json && !plain && isatty(1) == 1
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
             let logger = live ? Logger.discarding(label: "reach") : bootstrapLogging(.error).0
             let period = Duration.seconds(interval)
             var read = ModemReadOptions(
-                requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
-                access: modemAccess ?? cfg.modems.access)
+                requestTimeout: .seconds(cfg.modems.requestTimeoutSeconds), access: cfg.modems.access)
             read.logger = logger
             read.worker = Reach.modemWorker(cfg)
             read.signalPolicy = cfg.signalPolicy
@@ -105,19 +80,17 @@ extension Reach {
                 cellInterval: max(.seconds(5), period), signalPollInterval: period)
             let clock = ContinuousAgentClock()
             var modemSources: [any ModemSource] = []
-            if !noModems && cfg.modems.enabled {
-                let ports = modems ?? cfg.modems.ports
+            if cfg.modems.enabled {
+                let ports = cfg.modems.ports
                 modemSources = ports.isEmpty
                     ? [DiscoveredModemSource(options: monitor, interval: .seconds(5), clock: clock)]
                     : ports.map { IndicationModemSource(spec: $0, options: monitor) }
             }
-            let interfaces = wifi.map { [$0] } ?? cfg.wifi.interfaces
             let search = LiveSignalText.Search(
-                modemPorts: noModems || !cfg.modems.enabled ? nil : (modems ?? cfg.modems.ports).map(\.path),
-                wifiInterfaces: noWiFi || !cfg.wifi.enabled ? nil : interfaces)
-            let wifiSource: (any WiFiSource)? = noWiFi || !cfg.wifi.enabled
-                ? nil : NL80211WiFiSource(pollInterval: period)
-            let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource, wifiInterfaces: interfaces)
+                modemPorts: cfg.modems.enabled ? cfg.modems.ports.map(\.path) : nil,
+                wifiInterfaces: cfg.wifi.enabled ? cfg.wifi.interfaces : nil)
+            let wifiSource: (any WiFiSource)? = cfg.wifi.enabled ? NL80211WiFiSource(pollInterval: period) : nil
+            let feed = MonitorLiveSignalFeed(modems: modemSources, wifi: wifiSource, wifiInterfaces: cfg.wifi.interfaces)
             await feed.start()
 
             let sampler = LiveSignalSampler(

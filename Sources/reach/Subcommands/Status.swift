@@ -41,21 +41,6 @@ struct TargetOptions: Sendable {
     }
 }
 
-/// --modem-access, shared by `status` and `diag`: how modem ports are opened (overrides `modems.access`).
-enum ModemAccessOption {
-    static let spec = OptionSpec(
-        "modem-access", .value("auto|proxy|direct"),
-        help: "Open modems through qmi-proxy/mbim-proxy as ModemManager does (auto, the default: directly only when no proxy can be started; proxy: always) or exclusively (direct).")
-
-    static func parse(_ p: ParsedArguments) throws(UsageError) -> ModemAccess? {
-        guard let text = p.value("modem-access") else { return nil }
-        guard let access = ModemAccess(rawValue: text) else {
-            throw UsageError("--modem-access must be auto, proxy or direct, got '\(text)'")
-        }
-        return access
-    }
-}
-
 extension Reach {
     struct Status: Subcommand {
         static let spec = CommandSpec(
@@ -77,28 +62,16 @@ extension Reach {
                 """,
             options: [OptionSpec("json", help: "Print one JSON object (schema 1) instead of text.")] + TargetOptions.specs + [
                 OptionSpec("direct", help: "Read modems and WiFi here even when an agent runs."),
-                OptionSpec("modem", .repeating("PATH[:qmi|:mbim]"), help: "A modem control port (repeatable; default: configured or discovered)."),
-                OptionSpec("no-modems", help: "Do not ask any modem."),
-                OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
-                ModemAccessOption.spec,
-                OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
-                OptionSpec("no-wifi", help: "Do not read WiFi state."),
+            ] + SourceOptions.specs + [
                 OptionSpec("show-identifiers", help: "Show IMEI, IMSI, ICCID and phone numbers (hidden by default)."),
                 OptionSpec("validate", help: "Also run the configured validation probes (validation.probes) once through each reachable uplink."),
-                OptionSpec("config", .value("FILE"), help: "The configuration file."),
             ])
 
         var json: Bool
         var targetOptions: TargetOptions
-        var modems: [ModemPortSpec]?
-        var noModems: Bool
-        var modemTimeout: Double?
-        var modemAccess: ModemAccess?
-        var wifi: String?
-        var noWiFi: Bool
+        var sources: SourceOptions
         var showIdentifiers: Bool
         var validate: Bool
-        var config: String?
         var direct: Bool
 
         init(_ p: ParsedArguments) throws(UsageError) {
@@ -106,56 +79,15 @@ extension Reach {
             direct = p.flag("direct")
             validate = p.flag("validate")
             targetOptions = try TargetOptions(p)
-            noModems = p.flag("no-modems")
-            noWiFi = p.flag("no-wifi")
-            wifi = try CommandLineParser.checked(p, "wifi", expected: InterfaceName.expected, InterfaceName.problem)
+            sources = try SourceOptions(p)
             showIdentifiers = p.flag("show-identifiers")
-            config = try configOption(p)
-            if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
-            if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
-            modemTimeout = p.value("modem-timeout") == nil
-                ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
-            modems = p.values("modem").isEmpty ? nil : try p.values("modem").map(Self.modemSpec)
-            modemAccess = try ModemAccessOption.parse(p)
-            if noModems && modemAccess != nil { throw UsageError("--modem-access and --no-modems are mutually exclusive") }
-        }
-
-        /// `PATH[:qmi|:mbim]` → a port spec.
-        static func modemSpec(_ arg: String) throws(UsageError) -> ModemPortSpec {
-            var path = Substring(arg)
-            var proto: ModemProtocol?
-            if let colon = arg.lastIndex(of: ":") {
-                let suffix = arg[arg.index(after: colon)...]
-                guard let p = ModemProtocol(rawValue: String(suffix)) else {
-                    throw UsageError("--modem '\(arg)': the protocol must be 'qmi' or 'mbim', got '\(suffix)'")
-                }
-                proto = p
-                path = arg[..<colon]
-            }
-            if let why = FilePathText.problem(String(path)) {
-                throw UsageError("--modem '\(arg)': expected an absolute device path (\(why))")
-            }
-            return ModemPortSpec(path: String(path), protocol: proto)
         }
 
         func run() async -> Int32 {
-            guard let cfg = loadConfig(config) else { return ExitStatus.config }
-            let configured = cfg.modems.ports
-            var modemOptions = ModemReadOptions(
-                requestTimeout: .seconds(modemTimeout ?? cfg.modems.requestTimeoutSeconds),
-                access: modemAccess ?? cfg.modems.access)
-            modemOptions.worker = Reach.modemWorker(cfg)
-            let request = StatusRequest(
-                target: targetOptions.target ?? .defaultRoute,
-                modems: modems ?? (configured.isEmpty ? nil : configured),
-                // A port or interface named here is read even when the configuration turns the source off.
-                readModems: !noModems && (modems != nil || cfg.modems.enabled),
-                wifiInterface: wifi,
-                readWiFi: !noWiFi && (wifi != nil || cfg.wifi.enabled),
-                modemOptions: modemOptions,
-                resolveTimeout: .seconds(targetOptions.resolveTimeout),
-                interfaceOverrides: cfg.interfaceKinds,
-                signalPolicy: cfg.signalPolicy, uplinks: cfg.uplinks, underlays: cfg.underlayConfig)
+            guard let cfg = sources.configuration() else { return ExitStatus.config }
+            let request = cfg.statusRequest(
+                target: targetOptions.target ?? .defaultRoute, modemWorker: Reach.modemWorker(cfg),
+                resolveTimeout: .seconds(targetOptions.resolveTimeout))
             if validate && cfg.validation.probes.isEmpty {
                 printError("reach status: error: --validate needs probes in the configuration's validation.probes "
                     + "(reach has no default target)\nSee 'reach status --help'.")
@@ -188,8 +120,7 @@ extension Reach.Status {
     /// Why the running agent's readings are not asked for, or nil when they may be.
     func directReason(_ request: StatusRequest, _ cfg: AgentConfig) -> String? {
         if direct { return "--direct" }
-        if modems != nil || wifi != nil { return "--modem or --wifi names what to read" }
-        if modemAccess != nil { return "--modem-access says how to open the modems" }
+        if let why = sources.agentCannotAnswer { return why }
         if showIdentifiers { return "--show-identifiers: the agent publishes no identifiers" }
         if !request.readModems && !request.readWiFi { return "no modem or WiFi reading asked for" }
         if cfg.api.socketPath == nil { return "api.state_directory is null" }

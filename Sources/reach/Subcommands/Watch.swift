@@ -13,23 +13,23 @@ extension Reach {
             abstract: "Print the status now, then one line per change, until interrupted.",
             discussion: """
                 Hold-down and hysteresis come from the configuration (--config), as in the agent; --hold-down \
-                overrides the hold-down. A target option replaces the configured targets.
+                overrides the hold-down. A target option replaces the configured targets; --modem, --wifi and the \
+                other source options override the configuration's modems and wifi sections.
                 Exit status: 0 interrupted, 64 bad usage, 78 bad configuration.
                 """,
             options: [
                 OptionSpec("json", help: "Print report lines (JSON, one object per line) instead of text."),
-                OptionSpec("config", .value("FILE"), help: "The configuration file (default: \(AgentConfig.defaultPath) when it exists)."),
                 OptionSpec("hold-down", .value("SECONDS"), help: "Seconds a loss must last before it is printed (overrides the config)."),
-            ] + TargetOptions.specs)
+            ] + TargetOptions.specs + SourceOptions.specs)
 
         var json: Bool
-        var config: String?
+        var sources: SourceOptions
         var holdDown: Double?
         var targetOptions: TargetOptions
 
         init(_ p: ParsedArguments) throws(UsageError) {
             json = p.flag("json")
-            config = try configOption(p)
+            sources = try SourceOptions(p)
             targetOptions = try TargetOptions(p)
             if let text = p.value("hold-down") {
                 guard let v = Double(text), v >= 0, v <= 3600 else {
@@ -40,7 +40,7 @@ extension Reach {
         }
 
         func run() async -> Int32 {
-            guard var cfg = loadConfig(config) else { return ExitStatus.config }
+            guard var cfg = sources.configuration() else { return ExitStatus.config }
             if let target = targetOptions.target { cfg.targets = [target] }
             if let holdDown { cfg.changes.holdDownSeconds = holdDown }
             // Watch prints changes only; the periodic line is not needed.
@@ -48,7 +48,7 @@ extension Reach {
             let (logger, _) = bootstrapLogging(.warning)
             let json = self.json
             let agent = AgentAssembly(
-                config: cfg, configPath: config, log: nil, prometheus: nil,
+                config: cfg, configPath: sources.config, log: nil, prometheus: nil,
                 onLine: { type, line, snapshot, change in
                     switch type {
                     case .periodic, .stop: return
