@@ -37,10 +37,10 @@ public func startThread(_ role: String, _ body: @escaping @Sendable () -> Void) 
 /// variadic), so the name is written where glibc itself writes another thread's, the thread's `comm` in /proc (Linux
 /// 3.17's /proc/thread-self). Without /proc the thread keeps the process's name.
 func nameThisThread(_ name: [CChar]) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-    guard fd >= 0 else { return }
-    _ = name.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
-    close(fd)
+    let path = "/proc/thread-self/comm"
+    guard case let .success(fd) = Sys.openat(AT_FDCWD, path, O_WRONLY, path: path) else { return }
+    _ = name.dropLast().withUnsafeBytes { Sys.write(fd, $0, path: path) }
+    Sys.close(fd)
 }
 
 /// `reach-<role>` as a C string the kernel accepts: at most 15 bytes before the NUL (TASK_COMM_LEN is 16).
