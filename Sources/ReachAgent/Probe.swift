@@ -13,15 +13,14 @@ public enum Probe {
         case let .failure(e): return ProbeResult(ok: false, detail: e.message)
         }
         let address = addresses[0]
-        let start = ContinuousClock.now
         let answer: EndpointProbe.Answer
         switch p.kind {
         case .tcp: answer = await EndpointProbe.tcp(address: address, port: p.port, timeout: timeout)
         case .dns: answer = await EndpointProbe.dns(server: address, port: p.port, name: p.query, timeout: timeout)
         }
-        let took = start.duration(to: .now)
-        let ms = took.components.seconds * 1000 + took.components.attoseconds / 1_000_000_000_000_000
-        if answer.ok { return ProbeResult(ok: true, detail: "\(address) port \(p.port): \(answer.detail) in \(ms) ms") }
+        if answer.ok {
+            return ProbeResult(ok: true, detail: "\(address) port \(p.port): \(answer.detail) in \(answer.milliseconds) ms")
+        }
         return ProbeResult(ok: false, detail: "\(address) port \(p.port): \(answer.detail)")
     }
 }

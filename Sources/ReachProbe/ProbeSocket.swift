@@ -99,6 +99,15 @@ final class ProbeSocket {
         }
     }
 
+    /// A stream connect carried to its end within `deadline` (`connect`, then `finishConnect` when under way).
+    func connect(_ address: IPAddress, port: Int, scope: Int, _ deadline: Deadline) -> Result<Void, ProbeFailure> {
+        switch connect(address, port: port, scope: scope) {
+        case .success(true): return .success(())
+        case .success(false): return finishConnect(deadline)
+        case let .failure(f): return .failure(f)
+        }
+    }
+
     /// Waits for a non-blocking connect to end, within `deadline`. The corresponding C calls are `poll` and
     /// `getsockopt(SO_ERROR)`.
     func finishConnect(_ deadline: Deadline) -> Result<Void, ProbeFailure> {

@@ -162,12 +162,7 @@ enum HTTPProbe {
         _ socket: ProbeSocket, url: HTTPURL, address: IPAddress, expect: Int, _ c: ProbeContext, _ deadline: Deadline
     ) -> ProbeReport {
         func fail(_ f: ProbeFailure) -> ProbeReport { ProbeReport(result: .failed, detail: f.words, bytesSent: 0) }
-        switch socket.connect(address, port: url.port, scope: c.ifindex) {
-        case .success(true): break
-        case .success(false):
-            if case let .failure(f) = socket.finishConnect(deadline) { return fail(f) }
-        case let .failure(f): return fail(f)
-        }
+        if case let .failure(f) = socket.connect(address, port: url.port, scope: c.ifindex, deadline) { return fail(f) }
         if case let .failure(f) = socket.send(request(url), deadline) { return fail(f) }
         var bytes: [UInt8] = []
         var ended = false
