@@ -67,17 +67,15 @@ extension Reach {
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
             let logger = live ? Logger.discarding(label: "reach") : bootstrapLogging(.error).0
             let period = Duration.seconds(interval)
-            var read = ModemReadOptions(
-                requestTimeout: .seconds(cfg.modems.requestTimeoutSeconds), access: cfg.modems.access)
-            read.logger = logger
-            read.worker = Reach.modemWorker(cfg)
-            read.signalPolicy = cfg.signalPolicy
-            // The signal every interval (reported, or polled where the modem cannot report it); the cells every 5 s;
-            // the rest a modem cannot announce (the SIM) as the agent does.
-            let monitor = ModemMonitorOptions(
-                read: read, pollInterval: .seconds(cfg.modems.pollIntervalSeconds),
-                reopen: Backoff(initial: .milliseconds(500), maximum: .seconds(5)), signalReporting: .live(interval: period),
-                cellInterval: max(.seconds(5), period), signalPollInterval: period)
+            // The agent's modem options from the configuration (its one mapping), then what a live view needs: the
+            // signal every interval (reported, or polled where the modem cannot report it), the cells every 5 s, a
+            // lost port tried again within 5 s; the rest a modem cannot announce (the SIM) as the agent does.
+            var monitor = ReachabilityOptions(config: cfg, worker: Reach.modemWorker).modemMonitorOptions
+            monitor.read.logger = logger
+            monitor.reopen = Backoff(initial: .milliseconds(500), maximum: .seconds(5))
+            monitor.signalReporting = .live(interval: period)
+            monitor.cellInterval = max(.seconds(5), period)
+            monitor.signalPollInterval = period
             let clock = ContinuousAgentClock()
             var modemSources: [any ModemSource] = []
             if cfg.modems.enabled {
@@ -94,7 +92,7 @@ extension Reach {
             await feed.start()
 
             let sampler = LiveSignalSampler(
-                interval: period, count: count, firstSampleWait: read.readTimeout + .seconds(1), clock: clock,
+                interval: period, count: count, firstSampleWait: monitor.read.readTimeout + .seconds(1), clock: clock,
                 signalPolicy: cfg.signalPolicy)
             let terminal = live ? LiveTerminal() : nil
             let lastModel = LastModel()
