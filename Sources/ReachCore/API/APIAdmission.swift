@@ -16,11 +16,6 @@
 //   group's readers). A system without the group keeps no slots for it.
 
 public struct APIAdmission: Sendable, Equatable {
-    /// The defaults of `api.max_clients` and `api.max_clients_per_uid`: 32 connections, 4 per uid. One reader needs
-    /// one or two (a subscription, and `reach status` beside it); 4 leaves room for a few tools of one user, while
-    /// root and the group keep 4 each and an unprivileged uid holds an eighth of the socket at most.
-    public static let defaultMaxClients = Defaults.maxClients
-    public static let defaultMaxClientsPerUID = Defaults.maxClientsPerUID
     /// The most `api.max_clients` may be: each client is a file descriptor, and the soft RLIMIT_NOFILE a service
     /// gets is 1024 (systemd.exec(5) LimitNOFILE=); the agent keeps some for itself.
     public static let maxClientsLimit = 768
@@ -31,7 +26,7 @@ public struct APIAdmission: Sendable, Equatable {
     /// no slot is kept for it.
     public var groupExists = true
 
-    public init(maxClients: Int = defaultMaxClients, maxClientsPerUID: Int = defaultMaxClientsPerUID) {
+    public init(maxClients: Int = Defaults.maxClients, maxClientsPerUID: Int = Defaults.maxClientsPerUID) {
         self.maxClients = maxClients
         self.maxClientsPerUID = maxClientsPerUID
     }

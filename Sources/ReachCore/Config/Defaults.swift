@@ -47,6 +47,9 @@ public enum Defaults {
     public static let hookTimeoutSeconds: Double = 30
     /// A hook still running at its timeout gets SIGTERM, then SIGKILL this much later (not configurable).
     public static let hookKillGraceSeconds: Double = 2
+    /// `api.max_clients` and `api.max_clients_per_uid` (`APIAdmission`): one reader needs one or two connections (a
+    /// subscription, and `reach status` beside it); 4 leaves room for a few tools of one user, while root and the
+    /// group keep 4 each and an unprivileged uid holds an eighth of the socket at most.
     public static let maxClients = 32
     public static let maxClientsPerUID = 4
 
