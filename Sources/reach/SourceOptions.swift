@@ -11,7 +11,7 @@ struct SourceOptions: Sendable {
             "modem", .repeating(ModemPortArgument.syntax),
             help: "A modem control port, with its protocol and the network interface it carries where sysfs cannot tell them (repeatable; default: configured or discovered)."),
         OptionSpec("no-modems", help: "Do not ask any modem."),
-        OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default 5)."),
+        OptionSpec("modem-timeout", .value("SECONDS"), help: "Seconds to wait for each modem request (default \(Int(Defaults.modemRequestTimeoutSeconds)))."),
         ModemAccessOption.spec,
         OptionSpec("wifi", .value("IFACE"), help: "Read only this WiFi interface."),
         OptionSpec("no-wifi", help: "Do not read WiFi state."),
@@ -37,7 +37,7 @@ struct SourceOptions: Sendable {
         if noModems && !p.values("modem").isEmpty { throw UsageError("--modem and --no-modems are mutually exclusive") }
         if noWiFi && wifi != nil { throw UsageError("--wifi and --no-wifi are mutually exclusive") }
         modemTimeout = p.value("modem-timeout") == nil
-            ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: 5, max: 120)
+            ? nil : try CommandLineParser.seconds(p, "modem-timeout", default: Defaults.modemRequestTimeoutSeconds, max: 120)
         modemAccess = try ModemAccessOption.parse(p)
         if noModems && modemAccess != nil { throw UsageError("--modem-access and --no-modems are mutually exclusive") }
         var named: [ModemPortSpec] = []

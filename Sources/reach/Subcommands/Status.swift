@@ -10,7 +10,7 @@ struct TargetOptions: Sendable {
         OptionSpec("host", .value("NAME"), help: "Ask about a host name (resolved asynchronously, bounded by --resolve-timeout)."),
         OptionSpec("address", .value("IP"), help: "Ask about an IPv4 or IPv6 address."),
         OptionSpec("link-local", help: "Ask about the IPv4 link-local network 169.254.0.0/16 (YYReachability's local WiFi)."),
-        OptionSpec("resolve-timeout", .value("SECONDS"), help: "Seconds to wait for a host name to resolve (default 3)."),
+        OptionSpec("resolve-timeout", .value("SECONDS"), help: "Seconds to wait for a host name to resolve (default \(Int(Defaults.resolveTimeoutSeconds)))."),
     ]
 
     /// nil when no target option was given (the default route, or the configured targets for `watch`).
@@ -37,7 +37,7 @@ struct TargetOptions: Sendable {
         } else if p.flag("link-local") {
             target = .linkLocal
         }
-        resolveTimeout = try CommandLineParser.seconds(p, "resolve-timeout", default: 3, max: 60)
+        resolveTimeout = try CommandLineParser.seconds(p, "resolve-timeout", default: Defaults.resolveTimeoutSeconds, max: 60)
     }
 }
 
