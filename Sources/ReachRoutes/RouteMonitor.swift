@@ -28,7 +28,7 @@ public enum RouteEvent: Sendable, Equatable {
     case resync
 }
 
-/// Listens to RTNLGRP_LINK, IPV4/IPV6_IFADDR, IPV4/IPV6_ROUTE and IPV4/IPV6_RULE on a thread of its own.
+/// Listens to RTNLGRP_LINK, IPV4/IPV6_IFADDR, IPV4/IPV6_ROUTE and IPV4/IPV6_RULE on the process's event loop.
 public final class RouteMonitor: Sendable {
     public let events: AsyncStream<RouteEvent>
     private let worker: Worker
@@ -48,7 +48,7 @@ public final class RouteMonitor: Sendable {
         if startReading { try worker.start() }
     }
 
-    /// Over a given connected socket, polling `readable` instead of the socket's descriptor for "notices queued"
+    /// Over a given connected socket, watching `readable` instead of the socket's descriptor for "notices queued"
     /// (tests hand in a socket whose kernel is scripted, and a descriptor it makes readable).
     init(adopting sk: OpaquePointer, readable: Int32, bufferBytes: Int = 1 << 20) throws(NetlinkError) {
         let (stream, continuation) = AsyncStream.makeStream(of: RouteEvent.self, bufferingPolicy: .bufferingNewest(256))
@@ -68,14 +68,13 @@ public final class RouteMonitor: Sendable {
     deinit { worker.stop() }
 }
 
-/// The socket and its thread. Only the thread touches the socket after `start`; `stop` only writes to a self-pipe.
+/// The socket and its registration on the event loop. After `start` only the loop's thread touches the socket (the
+/// callback, and `stop`'s post).
 private final class Worker: @unchecked Sendable {
     let sk: OpaquePointer
-    /// What the thread polls for notices: the socket's descriptor, or a scripted kernel's.
+    /// What the loop watches for notices: the socket's descriptor, or a scripted kernel's.
     let readable: Int32
-    /// A self-pipe: `stop` writes a byte, the thread's poll wakes and returns.
-    let wakeRead: Int32
-    let wakeWrite: Int32
+    let loop: EventLoop
     let continuation: AsyncStream<RouteEvent>.Continuation
     var bufferBytes: Int
     /// Set when a yield was dropped because the consumer is behind: the next event is a resync.
@@ -87,7 +86,12 @@ private final class Worker: @unchecked Sendable {
     /// (more notices than the largest buffer, 16 MiB, holds at ~256 bytes each).
     var readsSinceOverrun = 0
     static let overrunReadBound = 65536
-    let state = Mutex<(started: Bool, stopped: Bool)>((false, false))
+    /// The socket's own callback set (it carries the disabled sequence check: notices have no sequence numbers),
+    /// set by `start`.
+    var cb: OpaquePointer?
+    /// The registration (from `start`), and whether the stream is finished (by `stop`'s post or a dead socket).
+    let state = Mutex<(started: Bool, stopped: Bool, registration: EventLoop.Registration?, finished: Bool)>(
+        (false, false, nil, false))
 
     /// A NETLINK_ROUTE socket subscribed to the groups, non-blocking, with the receive buffer set.
     static func subscribedSocket(bufferBytes: Int) throws(NetlinkError) -> OpaquePointer {
@@ -116,46 +120,67 @@ private final class Worker: @unchecked Sendable {
     }
 
     init(
-        sk: OpaquePointer, readable: Int32? = nil, continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int
+        sk: OpaquePointer, readable: Int32? = nil, continuation: AsyncStream<RouteEvent>.Continuation, bufferBytes: Int,
+        loop: EventLoop = .shared
     ) throws(NetlinkError) {
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
-            nl_socket_free(sk)
-            throw NetlinkError(.kernel(errno), call: "pipe")
-        }
-        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         self.sk = sk
         self.readable = readable ?? nl_socket_get_fd(sk)
-        self.wakeRead = pipeFDs[0]
-        self.wakeWrite = pipeFDs[1]
+        self.loop = loop
         self.continuation = continuation
         self.bufferBytes = bufferBytes
     }
 
     deinit {
+        if let cb { nl_cb_put(cb) }
         nl_socket_free(sk)
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     func start() throws(NetlinkError) {
-        guard state.withLock({ !$0.started && !$0.stopped }) else { return }
-        // The thread holds its own reference to the worker and ends by itself once woken: nobody joins it, because
-        // `stop` runs from the stream's onTermination, under the Swift runtime's task lock, which the thread's own
-        // `continuation.finish()` needs. (EAGAIN is the one way pthread_create fails without attributes.)
-        guard startThread("routes", { [self] in run() }) else { throw NetlinkError(.kernel(EAGAIN), call: "pthread_create") }
-        state.withLock { $0 = (true, false) }
+        guard state.withLock({ !$0.started && !$0.stopped && !$0.finished }) else { return }
+        guard let cb = nl_socket_get_cb(sk) else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_socket_get_cb") }
+        self.cb = cb
+        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, monitorValid, Unmanaged.passUnretained(self).toOpaque())
+        // The registration holds the worker until `stop` (or a dead socket) cancels it on the loop's thread.
+        let registered: EventLoop.Registration
+        do throws(EventLoopError) {
+            registered = try loop.register(fd: readable, interest: .read) { [self] _ in readQueued() }
+        } catch {
+            switch error {
+            case .noThread: throw NetlinkError(.kernel(EAGAIN), call: "pthread_create")
+            case let .wakeUp(e): throw NetlinkError(.kernel(e.errno), call: e.call)
+            case .stopped, .badDescriptor: throw NetlinkError(.kernel(EBADF), call: "event loop")
+            }
+        }
+        // A dead socket may have finished the stream before the registration was stored here: then it goes now.
+        let finishedAlready = state.withLock { s -> Bool in
+            s.started = true
+            s.registration = registered
+            return s.finished
+        }
+        if finishedAlready { loop.cancel(registered) }
     }
 
+    /// Ends the registration and the stream on the loop's thread (never here: `stop` runs from the stream's
+    /// onTermination, under the Swift runtime's task lock, which `continuation.finish()` needs).
     func stop() {
-        let signal = state.withLock { s -> Bool in
+        let started = state.withLock { s -> Bool in
             if s.stopped { return false }
             s.stopped = true
             return s.started
         }
-        guard signal else { return }
-        var one: UInt8 = 1
-        _ = write(wakeWrite, &one, 1)
+        guard started else { return }
+        try? loop.post { [self] in finish() }
+    }
+
+    private func finish() {
+        let registration = state.withLock { s -> EventLoop.Registration?? in
+            if s.finished { return .none }
+            s.finished = true
+            return .some(s.registration)
+        }
+        guard let registration else { return }
+        if let registration { loop.cancel(registration) }
+        continuation.finish()
     }
 
     func emit(_ e: RouteEvent) {
@@ -166,57 +191,37 @@ private final class Worker: @unchecked Sendable {
         if case .dropped = continuation.yield(e) { lost = true }
     }
 
-    private func run() {
-        // The socket's own callback set: it carries the disabled sequence check (notices have no sequence numbers).
-        guard let cb = nl_socket_get_cb(sk) else {
-            continuation.finish()
-            return
-        }
-        defer {
-            nl_cb_put(cb)
-            continuation.finish()
-        }
-        let arg = Unmanaged.passUnretained(self).toOpaque()
-        nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, monitorValid, arg)
-
-        var fds = [
-            pollfd(fd: readable, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-        ]
+    /// The loop's callback: reads everything that is queued. (POLLERR on a netlink socket is an overrun; the read
+    /// reports it as ENOBUFS and clears it.)
+    private func readQueued() {
+        guard let cb, !state.withLock({ $0.finished }) else { return }
         while true {
-            let n = poll(&fds, 2, -1)
-            if n < 0 {
-                if errno == EINTR { continue }
+            let r = nl_recvmsgs(sk, cb)
+            if overrun {
+                readsSinceOverrun += 1
+                if readsSinceOverrun >= Self.overrunReadBound { endOverrun() }
+            }
+            if r >= 0 { continue }
+            if -r == NLE_AGAIN { break }
+            if -r == NLE_NOMEM || -r == NLE_MSG_OVERFLOW || -r == NLE_MSG_TRUNC {
+                // ENOBUFS: the kernel dropped notices. Grow the buffer; the consumer re-reads once the queue behind
+                // the loss is read.
+                bufferBytes = min(bufferBytes * 2, 16 << 20)
+                _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
+                overrun = true
+                continue
+            }
+            if -r == NLE_BAD_SOCK {
+                finish()
                 return
             }
-            if fds[1].revents != 0 { return }
-            // Drain everything that is queued. (POLLERR on a netlink socket is an overrun; the read reports it as
-            // ENOBUFS and clears it.)
-            while true {
-                let r = nl_recvmsgs(sk, cb)
-                if overrun {
-                    readsSinceOverrun += 1
-                    if readsSinceOverrun >= Self.overrunReadBound { endOverrun() }
-                }
-                if r >= 0 { continue }
-                if -r == NLE_AGAIN { break }
-                if -r == NLE_NOMEM || -r == NLE_MSG_OVERFLOW || -r == NLE_MSG_TRUNC {
-                    // ENOBUFS: the kernel dropped notices. Grow the buffer; the consumer re-reads once the queue
-                    // behind the loss is read.
-                    bufferBytes = min(bufferBytes * 2, 16 << 20)
-                    _ = nl_socket_set_buffer_size(sk, Int32(bufferBytes), 0)
-                    overrun = true
-                    continue
-                }
-                if -r == NLE_BAD_SOCK { return }
-                // Anything else (a malformed message): skip it and keep listening; say state may be stale.
-                overrun = true
-                break
-            }
-            // The queue is read: one `.resync`, after every notice it stands for, so the re-read that follows sees
-            // them all; notices from here on are events again.
-            if overrun { endOverrun() }
+            // Anything else (a malformed message): skip it and keep listening; say state may be stale.
+            overrun = true
+            break
         }
+        // The queue is read: one `.resync`, after every notice it stands for, so the re-read that follows sees them
+        // all; notices from here on are events again.
+        if overrun { endOverrun() }
     }
 
     private func endOverrun() {
