@@ -10,8 +10,8 @@
 //     monitor.current()                                          // the latest state, without waiting
 //     monitor.stop()                                             // also happens when the stream is dropped
 //
-// The monitor runs on one thread of its own that blocks in poll(2) on the event socket; libnl is only ever
-// touched from that thread.
+// The monitor runs on the process's event loop (ReachSystem's EventLoop, thread `reach-loop`): the event socket is
+// a registration whose deadline is the next periodic read; libnl is only ever touched from the loop's thread.
 import CNetlinkShims
 import Glibc
 import ReachCore
@@ -84,27 +84,25 @@ public final class WiFiMonitor: Sendable {
     /// Every state change, starting with the initial state. Finishes when the monitor stops.
     public let updates: AsyncStream<Update>
     private let shared = SharedBox()
-    /// A socket pair: stop() writes to `wakeFD`, the monitor thread polls (and finally closes) the other end.
-    private let wakeFD: Int32
+    private let monitor: MonitorLoop
 
-    public init(options: Options = Options()) {
+    public init(options: Options = Options(), loop: EventLoop = .shared) {
         let (stream, continuation) = AsyncStream.makeStream(of: Update.self, bufferingPolicy: .bufferingNewest(64))
         updates = stream
-        var pair: [Int32] = [-1, -1]
-        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) != 0 {
-            pair = [-1, -1]
-        }
-        wakeFD = pair[0]
-        let loop = MonitorLoop(options: options, wakeFD: pair[1], continuation: continuation) {
-            [shared] health, links in
+        monitor = MonitorLoop(options: options, loop: loop, continuation: continuation) { [shared] health, links in
             shared.mutex.withLock {
                 $0.health = health
                 $0.links = links
             }
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        // No thread to be had: the loop runs here, as the monitor cannot work without it.
-        if !startThread("wifi", { loop.run() }) { loop.run() }
+        do {
+            try monitor.start()
+        } catch {
+            // No loop to be had (out of threads): the monitor says so and ends.
+            shared.mutex.withLock { $0.health = SourceHealth(available: false, reason: error.description) }
+            continuation.finish()
+        }
     }
 
     /// A monitor of one interface (or all, for nil) with the default options.
@@ -112,26 +110,21 @@ public final class WiFiMonitor: Sendable {
         self.init(options: Options(interface: interface))
     }
 
-    deinit {
-        stop()
-        if wakeFD >= 0 { close(wakeFD) }
-    }
+    deinit { stop() }
 
     /// The state of the last read.
     public func current() -> (SourceHealth, [WiFiLink]) {
         shared.mutex.withLock { ($0.health, $0.links) }
     }
 
-    /// Ends the monitor thread and the update stream. Safe to call more than once.
+    /// Ends the monitor's registration and the update stream. Safe to call more than once.
     public func stop() {
         let first = shared.mutex.withLock { s -> Bool in
             defer { s.stopped = true }
             return !s.stopped
         }
-        guard first, wakeFD >= 0 else { return }
-        var one: UInt8 = 1
-        // MSG_NOSIGNAL: the thread may already have closed its end.
-        _ = send(wakeFD, &one, 1, Int32(MSG_NOSIGNAL))
+        guard first else { return }
+        monitor.stop()
     }
 }
 
@@ -315,23 +308,36 @@ final class MonitorCore {
     }
 }
 
-/// The thread body: poll(2) on the event socket and the wake fd, with the poll interval as timeout.
+/// The monitor on the event loop: the event socket's registration, its deadline the next periodic read.
 final class MonitorLoop: @unchecked Sendable {
-    // @unchecked: created on the caller's thread, then used only by the monitor thread.
+    // @unchecked: created on the caller's thread, then used only on the loop's thread (`start` and `stop` post).
     let options: WiFiMonitor.Options
-    let wakeFD: Int32
+    let loop: EventLoop
     let continuation: AsyncStream<WiFiMonitor.Update>.Continuation
     let store: @Sendable (SourceHealth, [WiFiLink]) -> Void
+    private var core: MonitorCore?
+    private var events: NL80211EventSocket?
+    private var registration: EventLoop.Registration?
+    /// The descriptor `registration` watches (-1: a deadline alone, while there is no event socket).
+    private var registeredFD: Int32 = -1
+    /// When the next periodic read is due (the loop's clock, nanoseconds).
+    private var nextPoll: Int64 = 0
+    private var finished = false
 
     init(
-        options: WiFiMonitor.Options, wakeFD: Int32, continuation: AsyncStream<WiFiMonitor.Update>.Continuation,
+        options: WiFiMonitor.Options, loop: EventLoop, continuation: AsyncStream<WiFiMonitor.Update>.Continuation,
         store: @escaping @Sendable (SourceHealth, [WiFiLink]) -> Void
     ) {
         self.options = options
-        self.wakeFD = wakeFD
+        self.loop = loop
         self.continuation = continuation
         self.store = store
     }
+
+    func start() throws(EventLoopError) { try loop.post { [self] in begin() } }
+
+    /// Ends the registration and the stream, on the loop's thread.
+    func stop() { try? loop.post { [self] in finish() } }
 
     static func now() -> Int64 {
         var ts = timespec()
@@ -349,55 +355,70 @@ final class MonitorLoop: @unchecked Sendable {
         if let update { continuation.yield(update) }
     }
 
-    func run() {
-        defer {
-            continuation.finish()
-            close(wakeFD)
-        }
+    private static func nanoseconds(_ d: Duration) -> Int64 { milliseconds(d) * 1_000_000 }
+
+    private func begin() {
+        guard !finished else { return }
         let core = MonitorCore(options: options) { () throws(NL80211Error) in try NL80211Socket.open() }
-        var events: NL80211EventSocket? = try? NL80211EventSocket.open()
+        self.core = core
+        events = try? NL80211EventSocket.open()
         publish(core.refresh(cause: .initial, now: Self.now()), core: core)
-        var nextPoll =
-            Self.now() + Self.milliseconds(events == nil ? options.fallbackPollInterval : options.pollInterval)
+        nextPoll = EventLoop.now() + Self.nanoseconds(events == nil ? options.fallbackPollInterval : options.pollInterval)
+        arm()
+    }
 
-        while true {
-            if events == nil { events = try? NL80211EventSocket.open() }
-            let now = Self.now()
-            var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            if wakeFD < 0 { fds[0].events = 0 }
-            if let events { fds.append(pollfd(fd: events.fd, events: Int16(POLLIN), revents: 0)) }
-            let timeout = Int32(clamping: max(0, nextPoll - now))
-            let n = poll(&fds, nfds_t(fds.count), timeout)
-            if n < 0 && errno != EINTR { return }
-            if fds[0].revents != 0 { return }
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        if let registration { loop.cancel(registration) }
+        registration = nil
+        events = nil
+        continuation.finish()
+    }
 
-            if fds.count > 1, fds[1].revents != 0, let socket = events {
-                var gathered: [NL80211.Event] = []
-                var overrun = false
-                var failed = false
-                drain: for _ in 0..<64 {
-                    switch socket.receive() {
-                    case .messages(let m): gathered += core.stateEvents(m)
-                    case .overrun: overrun = true
-                    case .empty: break drain
-                    case .failed:
-                        failed = true
-                        break drain
-                    }
-                }
-                if failed { events = nil }
-                if overrun || failed {
-                    publish(core.refresh(cause: .overrun, events: gathered, now: Self.now()), core: core)
-                } else if !gathered.isEmpty {
-                    publish(core.refresh(cause: .event, events: gathered, now: Self.now()), core: core)
+    /// Watches the event socket (when there is one) until the next periodic read.
+    private func arm() {
+        let fd = events?.fd ?? -1
+        if let registration, fd == registeredFD, fd >= 0 {
+            loop.setDeadline(registration, nextPoll)
+            return
+        }
+        if let registration { loop.cancel(registration) }
+        registeredFD = fd
+        registration = try? loop.register(fd: fd, interest: fd >= 0 ? .read : [], deadline: nextPoll) { [self] fired in
+            handle(fired)
+        }
+    }
+
+    private func handle(_ fired: EventLoop.Fired) {
+        guard !finished, let core else { return }
+        if case .ready = fired, let socket = events {
+            var gathered: [NL80211.Event] = []
+            var overrun = false
+            var failed = false
+            drain: for _ in 0..<64 {
+                switch socket.receive() {
+                case .messages(let m): gathered += core.stateEvents(m)
+                case .overrun: overrun = true
+                case .empty: break drain
+                case .failed:
+                    failed = true
+                    break drain
                 }
             }
-            if Self.now() >= nextPoll {
-                publish(core.refresh(cause: .poll, now: Self.now()), core: core)
-                let interval =
-                    events == nil || !core.health.available ? options.fallbackPollInterval : options.pollInterval
-                nextPoll = Self.now() + Self.milliseconds(interval)
+            if failed { events = nil }
+            if overrun || failed {
+                publish(core.refresh(cause: .overrun, events: gathered, now: Self.now()), core: core)
+            } else if !gathered.isEmpty {
+                publish(core.refresh(cause: .event, events: gathered, now: Self.now()), core: core)
             }
         }
+        if events == nil { events = try? NL80211EventSocket.open() }
+        if EventLoop.now() >= nextPoll {
+            publish(core.refresh(cause: .poll, now: Self.now()), core: core)
+            let interval = events == nil || !core.health.available ? options.fallbackPollInterval : options.pollInterval
+            nextPoll = EventLoop.now() + Self.nanoseconds(interval)
+        }
+        arm()
     }
 }
