@@ -4,7 +4,8 @@
 // hub published, the change lines as they are written); a client can never make the agent resolve a name, open a
 // modem or wait.
 //
-// One thread, one poll(2) loop over the listening socket, the self-pipe the hub's side pokes, and the clients.
+// No thread of its own: the listening socket and every client are registrations on the process's event loop
+// (ReachSystem's EventLoop), and the hub's side posts to it when it leaves something in the mailbox.
 // Bounded everywhere: connections as `APIAdmission` admits them, judged by the peer's uid and groups from
 // SO_PEERCRED and SO_PEERGROUPS (socket(7)): at most `max_clients` in all and `max_clients_per_uid` per uid but
 // root, with slots kept for root and for the group `reach` that no other uid can take (a refused peer gets
@@ -19,6 +20,7 @@
 import GatewayReach
 import Glibc
 import ReachLog
+import ReachSystem
 import Synchronization
 
 public final class VarlinkServer: Sendable {
@@ -92,8 +94,8 @@ public final class VarlinkServer: Sendable {
         public var dropped: UInt64 = 0
         public var badRequests: UInt64 = 0
         public var replies: UInt64 = 0
-        /// How many times the server thread woke (a post, a connection, client traffic, an idle deadline): an agent
-        /// without clients wakes it only when it posts.
+        /// How many times the loop called the server (a post, a connection, client traffic, an idle deadline): an
+        /// agent without clients calls it only when it posts.
         public var wakeups: UInt64 = 0
         public init() {}
     }
@@ -103,36 +105,44 @@ public final class VarlinkServer: Sendable {
         var lines: [String] = []
         var lostLines: UInt64 = 0
         var stopping = false
+        /// A post to the loop is on its way: more mail needs no other.
+        var posted = false
     }
 
     private let socket: ListeningSocket.Bound
     private let limits: Limits
     private let logger: Logger
-    private let wake: SelfPipe
+    private let loop: EventLoop
     private let mailbox = Mutex(Mailbox())
     private let statsBox = Mutex(Stats())
     private let finished = WorkerEnd()
+    /// What the loop's thread alone touches.
+    private let session: Session
 
-    /// Binds the socket (mode 0666, like networkd's) and starts the server thread.
-    public static func start(path: String, limits: Limits = Limits(), logger: Logger) -> Result<VarlinkServer, SystemError> {
-        guard let wake = SelfPipe() else { return .failure(SystemError("pipe", errno: errno)) }
-        return ListeningSocket.bind(path, mode: 0o666, createDirectory: 0o755).flatMap { bound in
-            let server = VarlinkServer(socket: bound, limits: limits, logger: logger, wake: wake)
-            guard startThread("varlink", { server.run() }) else {
+    /// Binds the socket (mode 0666, like networkd's) and registers it on `loop`.
+    public static func start(
+        path: String, limits: Limits = Limits(), logger: Logger, loop: EventLoop = .shared
+    ) -> Result<VarlinkServer, SystemError> {
+        ListeningSocket.bind(path, mode: 0o666, createDirectory: 0o755).flatMap { bound in
+            let server = VarlinkServer(socket: bound, limits: limits, logger: logger, loop: loop)
+            do throws(EventLoopError) {
+                server.session.listener = try loop.register(fd: bound.fd, interest: .read) { [server] _ in server.accepting() }
+            } catch {
                 ListeningSocket.remove(bound)
-                return .failure(SystemError("pthread_create", errno: EAGAIN, path: path))
+                return .failure(SystemError("event loop", errno: error == .noThread ? EAGAIN : EBADF, path: path, detail: error.description))
             }
             return .success(server)
         }
     }
 
-    private init(socket: ListeningSocket.Bound, limits: Limits, logger: Logger, wake: SelfPipe) {
+    private init(socket: ListeningSocket.Bound, limits: Limits, logger: Logger, loop: EventLoop) {
         self.socket = socket
         var limits = limits
         limits.admission.groupExists = limits.group != nil
         self.limits = limits
         self.logger = logger
-        self.wake = wake
+        self.loop = loop
+        self.session = Session(loop: loop)
     }
 
     public var path: String { socket.path }
@@ -140,30 +150,51 @@ public final class VarlinkServer: Sendable {
 
     /// The current answer (state.json's object, serialized), for GetStatus and each new subscriber.
     public func post(state: String) {
-        mailbox.withLock { $0.state = state }
-        wake.poke()
+        let first = mailbox.withLock { m -> Bool in
+            m.state = state
+            defer { m.posted = true }
+            return !m.posted
+        }
+        if first { deliver() }
     }
 
     /// A change line (serialized report line), for the subscribers.
     public func post(changeLine: String) {
-        mailbox.withLock { m in
+        let first = mailbox.withLock { m -> Bool in
             if m.lines.count >= 1024 {
                 m.lines.removeFirst()
                 m.lostLines += 1
             }
             m.lines.append(changeLine)
+            defer { m.posted = true }
+            return !m.posted
         }
-        wake.poke()
+        if first { deliver() }
     }
 
-    /// Closes every connection and removes the socket; returns when the thread is done (at most `timeoutMS`).
+    /// Closes every connection and removes the socket; returns when that is done (at most `timeoutMS`).
     public func stop(timeoutMS: Int64 = 2000) {
-        mailbox.withLock { $0.stopping = true }
-        wake.poke()
+        let first = mailbox.withLock { m -> Bool in
+            m.stopping = true
+            defer { m.posted = true }
+            return !m.posted
+        }
+        if first { deliver() }
         finished.await(timeoutMS: timeoutMS)
     }
 
-    // MARK: - The thread
+    /// Hands the mailbox to the loop's thread.
+    private func deliver() {
+        do {
+            try loop.post { [self] in takeMail() }
+        } catch {
+            // No loop (out of threads): the mail waits for the next post, and a stop closes here.
+            if mailbox.withLock({ $0.stopping }) { shutDown() }
+            mailbox.withLock { $0.posted = false }
+        }
+    }
+
+    // MARK: - On the loop's thread
 
     /// The gid of the group called `name` (getgrnam_r(3)), or nil when there is none.
     public static func groupID(named name: String) -> UInt32? {
@@ -194,8 +225,8 @@ public final class VarlinkServer: Sendable {
         return (cred.uid, [cred.gid] + gids.prefix(Int(size) / 4))
     }
 
-    /// A client's connection.
-    private final class Client {
+    /// A client's connection. @unchecked: touched only on the loop's thread.
+    private final class Client: @unchecked Sendable {
         let fd: Int32
         let uid: UInt32
         let peerClass: APIAdmission.PeerClass
@@ -205,6 +236,7 @@ public final class VarlinkServer: Sendable {
         var subscribed = false
         var closeWhenFlushed = false
         var lastActivity: Int64
+        var registration: EventLoop.Registration?
 
         init(fd: Int32, uid: UInt32, peerClass: APIAdmission.PeerClass, now: Int64) {
             self.fd = fd
@@ -218,6 +250,7 @@ public final class VarlinkServer: Sendable {
 
     /// The open connections and what they hold, by class and uid (every close goes through `close`).
     private struct Connections {
+        let loop: EventLoop
         var clients: [Int32: Client] = [:]
         var held = APIAdmission.Held()
 
@@ -227,15 +260,15 @@ public final class VarlinkServer: Sendable {
         }
 
         mutating func close(_ c: Client) {
+            if let r = c.registration { loop.cancel(r) }
             Glibc.close(c.fd)
             clients[c.fd] = nil
             held.remove(uid: c.uid, c.peerClass)
         }
     }
 
-    /// POLLRDHUP (include/uapi/asm-generic/poll.h; Glibc defines it only with _GNU_SOURCE): the peer shut its
-    /// sending side or closed.
-    static let pollReadHangUp = Int16(0x2000)
+    /// POLLRDHUP: the peer shut its sending side or closed.
+    static let pollReadHangUp = EventLoop.Interest.readHangUp.rawValue
 
     /// When each uid's refusal was last logged and how many were not logged since: one line per uid and minute.
     struct RefusalLog {
@@ -256,94 +289,141 @@ public final class VarlinkServer: Sendable {
         }
     }
 
-    private func run() {
-        var connections = Connections()
+    /// The server's state on the loop's thread. @unchecked: only the loop's thread touches it after `start`.
+    private final class Session: @unchecked Sendable {
+        var connections: Connections
         var refusals = RefusalLog()
         var state = "{}"
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        defer {
-            for c in connections.clients.values { close(c.fd) }
-            ListeningSocket.remove(socket)
-            statsBox.withLock {
-                $0.clients = 0
-                $0.subscribers = 0
-            }
-            finished.done()
-        }
-        while true {
-            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0)]
-            for c in connections.clients.values {
-                // A connection being closed is only flushed: its end of file or further bytes are not waited on.
-                var events = c.closeWhenFlushed ? Int16(0) : Int16(POLLIN)
-                if c.pending > 0 { events |= Int16(POLLOUT) }
-                fds.append(pollfd(fd: c.fd, events: events, revents: 0))
-            }
-            // Posts and new connections wake the poll; only an idle connection's deadline needs a clock, so with no
-            // client the thread sleeps until something happens (an idle agent is woken by nothing of ours).
-            let r = poll(&fds, nfds_t(fds.count), connections.clients.isEmpty ? -1 : 1000)
-            if r < 0 && errno != EINTR {
-                logger.error("Varlink server: poll failed; the socket is closed", metadata: ["error": "\(String(cString: strerror(errno)))"])
-                return
-            }
-            let now = monotonicMilliseconds()
-            statsBox.withLock { $0.wakeups += 1 }
+        var listener: EventLoop.Registration?
+        var closed = false
 
-            // Posts from the hub's side.
-            if fds[0].revents != 0 { wake.drain() }
-            let (newState, lines, lost, stopping) = mailbox.withLock { m -> (String?, [String], UInt64, Bool) in
-                defer {
-                    m.state = nil
-                    m.lines = []
-                    m.lostLines = 0
-                }
-                return (m.state, m.lines, m.lostLines, m.stopping)
+        init(loop: EventLoop) { connections = Connections(loop: loop) }
+    }
+
+    /// Milliseconds of the loop's clock (CLOCK_BOOTTIME), the time of the idle deadlines.
+    private static func nowMS() -> Int64 { EventLoop.now() / 1_000_000 }
+
+    private func woke() { statsBox.withLock { $0.wakeups += 1 } }
+
+    /// Posts from the hub's side: the newest state, change lines for the subscribers, or the stop.
+    private func takeMail() {
+        woke()
+        let (newState, lines, lost, stopping) = mailbox.withLock { m -> (String?, [String], UInt64, Bool) in
+            defer {
+                m.state = nil
+                m.lines = []
+                m.lostLines = 0
+                m.posted = false
             }
-            if stopping { return }
-            if let newState { state = newState }
-            if lost > 0 {
-                logger.warning("Varlink server fell behind; subscribers miss change lines", metadata: ["lines": "\(lost)"])
-            }
+            return (m.state, m.lines, m.lostLines, m.stopping)
+        }
+        if stopping {
+            shutDown()
+            return
+        }
+        guard !session.closed else { return }
+        if let newState { session.state = newState }
+        if lost > 0 {
+            logger.warning("Varlink server fell behind; subscribers miss change lines", metadata: ["lines": "\(lost)"])
+        }
+        if !lines.isEmpty {
             for line in lines {
                 let reply = Array("{\"parameters\":{\"status\":\(line)},\"continues\":true}".utf8) + [0]
-                for c in connections.clients.values where c.subscribed { queue(c, reply) }
+                for c in session.connections.clients.values where c.subscribed { queue(c, reply) }
             }
+            let now = Self.nowMS()
+            for c in Array(session.connections.clients.values) where c.subscribed { settle(c, now: now) }
+            count()
+        }
+    }
 
-            // New connections.
-            var fresh = Set<Int32>()
-            if fds[1].revents & Int16(POLLIN) != 0 {
-                while true {
-                    let fd = accept(socket.fd, nil, nil)
-                    if fd < 0 { break }
-                    admit(fd, &connections, &refusals, &buffer, state: state, now: now)
-                    fresh.insert(fd)
+    /// The listening socket is readable: new connections.
+    private func accepting() {
+        woke()
+        guard !session.closed else { return }
+        let now = Self.nowMS()
+        while true {
+            let fd = accept(socket.fd, nil, nil)
+            if fd < 0 { break }
+            admit(fd, &session.connections, &session.refusals, &session.buffer, state: session.state, now: now)
+            guard let c = session.connections.clients[fd] else { continue }
+            do {
+                c.registration = try loop.register(fd: fd, interest: .read, deadline: idleDeadline(c)) { [self, c] fired in
+                    clientEvent(c, fired)
                 }
-            }
-
-            // Client traffic. (A connection accepted just now may have the number of one reaped above: the events
-            // polled for that number were the old connection's.)
-            for p in fds.dropFirst(2) where p.revents != 0 && !fresh.contains(p.fd) {
-                guard let c = connections.clients[p.fd] else { continue }
-                if !serve(c, p.revents, &buffer, state: state, now: now) { connections.close(c) }
-            }
-            // Writes queued by posts, limits and idle connections.
-            for c in Array(connections.clients.values) {
-                var alive = c.pending == 0 || flush(c)
-                if alive && c.pending > limits.maxPending {
-                    alive = false
-                    statsBox.withLock { $0.dropped += 1 }
-                    logger.notice("Varlink client dropped: it did not read its replies", metadata: ["pending_bytes": "\(c.pending)", "uid": "\(c.uid)"])
-                }
-                if alive && c.closeWhenFlushed && c.pending == 0 { alive = false }
-                if alive && !c.subscribed && c.pending == 0 && now - c.lastActivity > limits.idleSeconds * 1000 { alive = false }
-                if !alive { connections.close(c) }
-            }
-            let subscribers = connections.clients.values.filter(\.subscribed).count
-            statsBox.withLock {
-                $0.clients = connections.clients.count
-                $0.subscribers = subscribers
+            } catch {
+                session.connections.close(c)
             }
         }
+        count()
+    }
+
+    /// A client's traffic or idle deadline.
+    private func clientEvent(_ c: Client, _ fired: EventLoop.Fired) {
+        woke()
+        guard session.connections.clients[c.fd] === c else { return }
+        let now = Self.nowMS()
+        if case let .ready(ready) = fired,
+           !serve(c, ready.rawValue, &session.buffer, state: session.state, now: now) {
+            session.connections.close(c)
+        } else {
+            settle(c, now: now)
+        }
+        count()
+    }
+
+    /// After a client was served or handed lines: sends what is queued, closes it when it is to go (its replies
+    /// unread past the limit, flushed before a close, idle), else sets what the loop waits for on it.
+    private func settle(_ c: Client, now: Int64) {
+        var alive = c.pending == 0 || flush(c)
+        if alive && c.pending > limits.maxPending {
+            alive = false
+            statsBox.withLock { $0.dropped += 1 }
+            logger.notice("Varlink client dropped: it did not read its replies", metadata: ["pending_bytes": "\(c.pending)", "uid": "\(c.uid)"])
+        }
+        if alive && c.closeWhenFlushed && c.pending == 0 { alive = false }
+        if alive && !c.subscribed && c.pending == 0 && now - c.lastActivity > limits.idleSeconds * 1000 { alive = false }
+        guard alive else {
+            session.connections.close(c)
+            return
+        }
+        guard let r = c.registration else { return }
+        // A connection being closed is only flushed: its end of file or further bytes are not waited on.
+        var interest: EventLoop.Interest = c.closeWhenFlushed ? [] : .read
+        if c.pending > 0 { interest.insert(.write) }
+        loop.setInterest(r, interest)
+        loop.setDeadline(r, idleDeadline(c))
+    }
+
+    /// When `c` is to be closed for saying nothing (the loop's clock, nanoseconds), or nil while it is subscribed or
+    /// has replies to send.
+    private func idleDeadline(_ c: Client) -> Int64? {
+        guard !c.subscribed, c.pending == 0 else { return nil }
+        return (c.lastActivity + limits.idleSeconds * 1000 + 1) * 1_000_000
+    }
+
+    private func count() {
+        let clients = session.connections.clients.count
+        let subscribers = session.connections.clients.values.filter(\.subscribed).count
+        statsBox.withLock {
+            $0.clients = clients
+            $0.subscribers = subscribers
+        }
+    }
+
+    /// Closes every connection and the socket (once).
+    private func shutDown() {
+        guard !session.closed else { return }
+        session.closed = true
+        if let listener = session.listener { loop.cancel(listener) }
+        for c in Array(session.connections.clients.values) { session.connections.close(c) }
+        ListeningSocket.remove(socket)
+        statsBox.withLock {
+            $0.clients = 0
+            $0.subscribers = 0
+        }
+        finished.done()
     }
 
     /// Judges a new connection by its peer's credentials: admitted into `connections`, or refused with TooManyClients
@@ -398,7 +478,7 @@ public final class VarlinkServer: Sendable {
     private func reapHungUp(_ connections: inout Connections, _ buffer: inout [UInt8], state: String, now: Int64) {
         let hangUp = Int16(POLLHUP) | Int16(POLLERR) | Self.pollReadHangUp
         var fds = connections.clients.keys.map { pollfd(fd: $0, events: Int16(POLLIN) | Self.pollReadHangUp, revents: 0) }
-        guard poll(&fds, nfds_t(fds.count), 0) > 0 else { return }
+        guard case let .success(n) = Sys.poll(&fds, timeoutMs: 0), n > 0 else { return }
         for p in fds where p.revents & hangUp != 0 {
             guard let c = connections.clients[p.fd] else { continue }
             if !serve(c, p.revents, &buffer, state: state, now: now) || (c.closeWhenFlushed && c.pending == 0) {
