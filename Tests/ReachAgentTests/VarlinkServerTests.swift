@@ -6,9 +6,9 @@ import ReachLog
 import ReachTestSupport
 import Testing
 
-/// The Varlink server's thread sleeps while nobody is connected: an idle agent must not wake every second for it
-/// (it polled with a 1 s timeout and woke once a second for nothing). With a client connected it still keeps the
-/// idle deadline.
+/// The Varlink server is not called while nobody is connected: an idle agent must not wake every second for it (its
+/// thread once polled with a 1 s timeout and woke once a second for nothing). With a client connected it still keeps
+/// the idle deadline.
 @Suite struct VarlinkServerTests {
     /// The crowd of clients that hold connections (its header says what it does).
     static let crowd = TestPaths.repo + "/scripts/lib/varlink-crowd.py"
@@ -33,8 +33,9 @@ import Testing
         let started = Date()
         let n = await Self.receiveOne(fd)
         #expect(n == 0, "the idle client was not closed (recv returned \(n))")
-        // Idle limit 1 s, checked at the loop's 1 s wake-ups: about 2 s; 4.2 s was seen in a quiet CI run with the whole
-        // suite beside it. The bound keeps it far below the default idle limit (60 s) without timing the scheduler.
+        // Idle limit 1 s, the client's deadline on the event loop: about 1 s (4.2 s was seen in a quiet CI run with the
+        // whole suite beside it when it was checked at 1 s wake-ups). The bound keeps it far below the default idle
+        // limit (60 s) without timing the scheduler.
         #expect(Date().timeIntervalSince(started) < 8 * TestSupport.timingSlack)
     }
 
