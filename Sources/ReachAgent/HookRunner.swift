@@ -3,7 +3,9 @@
 // letters, digits, "_" and "-"), each with the line on standard input and REACH_* variables (`HookEnvironment`) in an
 // otherwise empty environment, started with posix_spawn (no shell) as the agent's own user.
 //
-// - A worker thread of its own: the hub hands over the line and returns; a hook that hangs delays only later hooks.
+// - A worker thread of its own while hooks run (`reach-hooks`, started by the first event and ended when no event
+//   waits, so an idle agent keeps none): the hub hands over the line and returns; a hook that hangs delays only
+//   later hooks.
 //   The queue is one event deep: when hooks fall behind, waiting events collapse to the latest and the log says how
 //   many were skipped (the hooks always see the newest state once the changes stop).
 // - A hook that runs past `hook_timeout_seconds` gets SIGTERM, then SIGKILL two seconds later, sent to its process
@@ -68,28 +70,26 @@ public final class HookRunner: Sendable {
         var skippedSinceRun = 0
         var stopping = false
         var busy = false
+        /// The worker thread runs (from the first waiting event until none waits).
+        var working = false
     }
 
     private let settings: Settings
     private let logger: Logger
-    private let wake: SelfPipe
     private let mailbox = Mutex(Mailbox())
     private let statsBox = Mutex(Stats())
-    private let finished = WorkerEnd()
     /// The process group of the program running now (0: none), for `stop`.
     private let running = Mutex<pid_t>(0)
 
+    /// A runner (no thread until the first event). Optional for the callers that handle a runner that could not be
+    /// made; this one always can.
     public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
-        guard let wake = SelfPipe() else { return nil }
-        let runner = HookRunner(settings: settings, logger: logger, wake: wake)
-        guard startThread("hooks", { runner.run() }) else { return nil }
-        return runner
+        HookRunner(settings: settings, logger: logger)
     }
 
-    private init(settings: Settings, logger: Logger, wake: SelfPipe) {
+    private init(settings: Settings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        self.wake = wake
     }
 
     public var stats: Stats { statsBox.withLock { $0 } }
@@ -102,49 +102,54 @@ public final class HookRunner: Sendable {
         let event = Event(
             line: line.serialized(), environment: HookEnvironment.variables(line: line),
             seq: line["event"]?["seq"]?.intValue.map { String($0) } ?? "?")
-        mailbox.withLock { m in
+        let start = mailbox.withLock { m -> Bool in
             if m.pending != nil { m.skippedSinceRun += 1 }
             m.pending = event
+            if m.working || m.stopping { return false }
+            m.working = true
+            return true
         }
         statsBox.withLock { $0.events += 1 }
-        wake.poke()
+        guard start else { return }
+        if !startThread("hooks", { [self] in run() }) {
+            // No thread to be had now: the event waits, and the next one tries again.
+            mailbox.withLock { $0.working = false }
+            logger.warning("Hooks delayed: no thread could be started for them", metadata: ["errno": "\(EAGAIN)"])
+        }
     }
 
     /// Runs nothing more; a program still running gets SIGTERM (its process group), then SIGKILL when it has not
     /// ended within `timeoutMS`, so the agent leaves no hook behind when it stops.
     public func stop(timeoutMS: Int64 = 1000) {
         mailbox.withLock { $0.stopping = true }
-        wake.poke()
         let group = running.withLock { $0 }
         if group > 0 { kill(-group, SIGTERM) }
-        finished.await(timeoutMS: timeoutMS)
+        let deadline = monotonicMilliseconds() + timeoutMS
+        while mailbox.withLock({ $0.working }) && monotonicMilliseconds() < deadline { usleep(2000) }
         let left = running.withLock { $0 }
         if left > 0 { kill(-left, SIGKILL) }
     }
 
+    /// The worker thread: runs the hooks for the waiting event until none waits (or the runner stops), then ends.
     private func run() {
-        defer { finished.done() }
         while true {
-            wake.wait(milliseconds: -1)
-            while true {
-                let (event, skipped, stopping) = mailbox.withLock { m -> (Event?, Int, Bool) in
-                    let taken = (m.pending, m.skippedSinceRun, m.stopping)
-                    m.pending = nil
-                    m.skippedSinceRun = 0
-                    m.busy = taken.0 != nil
-                    return taken
-                }
-                if stopping { return }
-                guard let event else { break }
-                if skipped > 0 {
-                    statsBox.withLock { $0.skipped += UInt64(skipped) }
-                    logger.notice(
-                        "Hooks fell behind; earlier change events were skipped, running the latest",
-                        metadata: ["hooks.skipped": "\(skipped)", "event.seq": "\(event.seq)"])
-                }
-                runAll(event)
-                mailbox.withLock { $0.busy = false }
+            let (event, skipped) = mailbox.withLock { m -> (Event?, Int) in
+                let taken = m.stopping ? (nil, 0) : (m.pending, m.skippedSinceRun)
+                m.pending = nil
+                m.skippedSinceRun = 0
+                m.busy = taken.0 != nil
+                if taken.0 == nil { m.working = false }
+                return taken
             }
+            guard let event else { return }
+            if skipped > 0 {
+                statsBox.withLock { $0.skipped += UInt64(skipped) }
+                logger.notice(
+                    "Hooks fell behind; earlier change events were skipped, running the latest",
+                    metadata: ["hooks.skipped": "\(skipped)", "event.seq": "\(event.seq)"])
+            }
+            runAll(event)
+            mailbox.withLock { $0.busy = false }
         }
     }
 
