@@ -111,6 +111,8 @@ public final class EventLoop: Sendable {
         var wake: (read: Int32, write: Int32)?
         /// A byte is in the wake-up pipe and not yet drained: another poke would add nothing.
         var poked = false
+        /// When the loop's current poll times out by itself (nil: never): a deadline later than that needs no poke.
+        var pollDeadline: Int64?
         var thread: pthread_t?
         var stats = Stats()
     }
@@ -139,7 +141,7 @@ public final class EventLoop: Sendable {
             let id = s.nextID
             s.entries[id] = Entry(fd: fd, interest: interest, deadline: deadline, callback: callback)
             if let deadline { s.heap.push(deadline, id) }
-            poke(&s)
+            if fd >= 0 && !interest.isEmpty { poke(&s) } else if let deadline { poke(&s, for: deadline) }
             return .success(Registration(id: id))
         }
         return try result.get()
@@ -169,8 +171,8 @@ public final class EventLoop: Sendable {
                 s.heap.push(deadline, r.id)
                 let entries = s.entries
                 s.heap.compactIfStale(live: entries.count) { id, at in entries[id]?.deadline == at }
+                poke(&s, for: deadline)
             }
-            poke(&s)
         }
     }
 
@@ -179,8 +181,10 @@ public final class EventLoop: Sendable {
     @discardableResult
     public func cancel(_ r: Registration) -> Bool {
         state.withLock { s in
-            guard s.entries.removeValue(forKey: r.id) != nil else { return false }
-            poke(&s)
+            guard let gone = s.entries.removeValue(forKey: r.id) else { return false }
+            // A timer's end needs no wake-up (the loop finds nothing due at the old deadline); a descriptor leaves
+            // the poll set now, before its owner closes it.
+            if gone.fd >= 0 && !gone.interest.isEmpty { poke(&s) }
             return true
         }
     }
@@ -244,6 +248,11 @@ public final class EventLoop: Sendable {
         s.poked = true
     }
 
+    /// Pokes when `deadline` comes before the loop's current poll times out.
+    private func poke(_ s: inout State, for deadline: Int64) {
+        if s.pollDeadline.map({ deadline < $0 }) ?? true { poke(&s) }
+    }
+
     private enum Turn {
         case exit
         case posts([@Sendable () -> Void])
@@ -282,6 +291,7 @@ public final class EventLoop: Sendable {
                 }
                 let entries = s.entries
                 let next = s.heap.earliest { id, at in entries[id]?.deadline == at }
+                s.pollDeadline = next
                 // Rounded up: a timeout that ends a hair early only costs another turn.
                 let timeout = next.map { Int32(clamping: max(0, ($0 - Self.now() + 999_999) / 1_000_000)) } ?? -1
                 return .poll(wake: wake.read, timeoutMs: timeout)
