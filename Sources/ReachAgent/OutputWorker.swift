@@ -1,9 +1,9 @@
-// What every output of the agent's API (state file, Varlink server, hook runner) is built on: a thread of its own, so
-// that a slow disk, a client that stops reading or a hook that hangs blocks only that thread, never the hub that
-// writes the report line; and a self-pipe the hub's side pokes after it left something in the output's mailbox, so the
-// thread can sleep in poll(2) beside its other descriptors. Posting never blocks: the mailbox is a slot or a bounded
-// queue behind a mutex held for a few assignments, and the poke is a non-blocking one-byte write (a full pipe means a
-// wake-up is already pending).
+// What the state writer, the agent's one output that must block (fsync), is built on: a thread of its own, so that a
+// slow disk blocks only that thread, never the hub that writes the report line; and a self-pipe the hub's side pokes
+// after it left something in the writer's mailbox. (The Varlink server is a registration on the event loop, and the
+// hook runner's thread lives only while hooks run.) Posting never blocks: the mailbox is a slot behind a mutex held
+// for a few assignments, and the poke is a non-blocking one-byte write (a full pipe means a wake-up is already
+// pending).
 
 import Glibc
 import Synchronization

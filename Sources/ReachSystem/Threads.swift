@@ -1,5 +1,5 @@
-// A detached thread of our own, for blocking work that must stay off Swift concurrency's pool (the modem worker's
-// GLib loop, the agent's output workers, the hook runner, the Varlink server). Every such thread is named
+// A detached thread of our own, for work that must stay off Swift concurrency's pool (the event loop, the modem
+// worker's GLib loop, the state writer's fsync, the hook runner while hooks run). Every such thread is named
 // `reach-<role>` (pthread_setname_np), so `ps -T -p PID` and `top -H` show who is who.
 
 import Glibc
