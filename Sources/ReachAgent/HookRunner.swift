@@ -22,6 +22,7 @@
 import Glibc
 import ReachCore
 import ReachLog
+import ReachSystem
 import Synchronization
 
 public final class HookRunner: Sendable {
@@ -172,8 +173,7 @@ public final class HookRunner: Sendable {
     /// The hooks to run now, in name order; refused ones are logged and counted.
     func hooks() -> [String] {
         guard let dir = settings.directory else { return [] }
-        var st = stat()
-        guard stat(dir, &st) == 0 else { return [] }  // no directory: no hooks
+        guard case let .success(st) = Sys.stat(dir) else { return [] }  // no directory: no hooks
         if let why = Self.distrust(st, isDirectory: true) {
             refuse(dir, why)
             return []
@@ -188,8 +188,7 @@ public final class HookRunner: Sendable {
         var out: [String] = []
         for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
             let path = dir + "/" + name
-            var f = stat()
-            guard stat(path, &f) == 0, FileKind(mode: f.st_mode) == .regular else { continue }
+            guard case let .success(f) = Sys.stat(path), f.kind == .regular else { continue }
             if let why = Self.distrust(f, isDirectory: false) {
                 refuse(path, why)
                 continue

@@ -261,7 +261,7 @@ public final class VarlinkServer: Sendable {
 
         mutating func close(_ c: Client) {
             if let r = c.registration { loop.cancel(r) }
-            Glibc.close(c.fd)
+            Sys.close(c.fd)
             clients[c.fd] = nil
             held.remove(uid: c.uid, c.peerClass)
         }
@@ -432,14 +432,15 @@ public final class VarlinkServer: Sendable {
         _ fd: Int32, _ connections: inout Connections, _ refusals: inout RefusalLog, _ buffer: inout [UInt8],
         state: String, now: Int64
     ) {
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        // accept(2)'s descriptor inherits neither flag from the listening socket.
+        _ = Sys.setCloseOnExec(fd, path: socket.path)
+        _ = Sys.setNonBlocking(fd, true, path: socket.path)
         var size = limits.sendBuffer
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         guard let peer = Self.credentials(fd) else {
             // Not reached on a Unix socket (the kernel records every connecting peer's credentials).
             logger.warning("Varlink connection refused: the kernel gave no peer credentials", metadata: ["errno": "\(errno)"])
-            close(fd)
+            Sys.close(fd)
             statsBox.withLock { $0.refused += 1 }
             return
         }
@@ -457,7 +458,7 @@ public final class VarlinkServer: Sendable {
         let limit = limits.admission.limit(refusal)
         let reply = error("org.gatewayreach.Reach.TooManyClients", ["limit": .int(limit), "uid": .int(Int(peer.uid))])
         _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
-        close(fd)
+        Sys.close(fd)
         statsBox.withLock { $0.refused += 1 }
         if let quiet = refusals.shouldLog(uid: peer.uid, now: now) {
             let held = connections.held

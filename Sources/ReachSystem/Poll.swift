@@ -20,9 +20,7 @@ extension Sys {
         let made = retrying("pipe", nil) { Glibc.pipe(&fds) }
         if case let .failure(e) = made { return .failure(e) }
         for fd in fds {
-            let flagged = retrying("fcntl", nil) { Glibc.fcntl(fd, F_SETFD, FD_CLOEXEC) }.flatMap { _ in
-                setNonBlocking(fd, true, path: nil)
-            }
+            let flagged = setCloseOnExec(fd, path: nil).flatMap { setNonBlocking(fd, true, path: nil) }
             if case let .failure(e) = flagged {
                 close(fds[0])
                 close(fds[1])
@@ -30,6 +28,12 @@ extension Sys {
             }
         }
         return .success((fds[0], fds[1]))
+    }
+
+    /// Marks a descriptor close-on-exec (a pipe's ends, an accepted connection: neither gets the flag by itself).
+    /// The corresponding C function is `fcntl` (F_SETFD).
+    public static func setCloseOnExec(_ fd: Int32, path: String?) -> Result<Void, SystemError> {
+        retrying("fcntl", path) { Glibc.fcntl(fd, F_SETFD, FD_CLOEXEC) }.map { _ in () }
     }
 
     /// CLOCK_BOOTTIME in nanoseconds: the one clock of every deadline (what Swift's ContinuousClock reads on Linux; it
