@@ -182,9 +182,10 @@ public final class EventLoop: Sendable {
     public func cancel(_ r: Registration) -> Bool {
         state.withLock { s in
             guard let gone = s.entries.removeValue(forKey: r.id) else { return false }
-            // A timer's end needs no wake-up (the loop finds nothing due at the old deadline); a descriptor leaves
-            // the poll set now, before its owner closes it.
-            if gone.fd >= 0 && !gone.interest.isEmpty { poke(&s) }
+            // A timer's end needs no wake-up (the loop finds nothing due at the old deadline), unless it was the
+            // last registration: then the thread ends now, not at that deadline. A descriptor leaves the poll set
+            // now, before its owner closes it.
+            if (gone.fd >= 0 && !gone.interest.isEmpty) || s.entries.isEmpty { poke(&s) }
             return true
         }
     }

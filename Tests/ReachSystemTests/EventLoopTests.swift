@@ -243,6 +243,18 @@ import Testing
         #expect(name.withLock { $0 } == "reach-test-idle")
     }
 
+    /// Cancelling the last registration from another thread ends the thread at once, not at the timer's deadline
+    /// (a process that stopped using the loop holds no thread and no pipe for it).
+    @Test func cancellingTheLastTimerEndsTheThreadAtOnce() async throws {
+        let loop = EventLoop(role: "test-last")
+        defer { loop.stop() }
+        let r = try loop.schedule(at: EventLoop.now() + 60_000_000_000) {}
+        try await Task.sleep(for: .milliseconds(50))  // the loop is asleep until the deadline, a minute away
+        #expect(loop.isRunning)
+        #expect(loop.cancel(r))
+        #expect(await Self.eventually { !loop.isRunning })
+    }
+
     /// Bad input is refused with a typed error naming it, never a crash; a stopped loop takes nothing more.
     @Test func refusalsAreTypedErrors() throws {
         let loop = EventLoop(role: "test-bad")
