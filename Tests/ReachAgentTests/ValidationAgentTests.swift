@@ -211,13 +211,13 @@ final class FakeProber: Sendable {
         try await rig.run { r in
             r.wifi.set([])
             r.route.set(DualWANParts.part())
-            #expect(await eventually { r.lines.of(.start).count == 1 })
+            try #require(await eventually { r.lines.of(.start).count == 1 })
             #expect(r.lines.of(.start)[0]["validated"] == .null)
             var on = await r.agent.hub.configuration
             on.validation = ValidationAgentTests.settings
             #expect(await r.agent.hub.apply(on) == ["validation"])
             // The first rounds: each uplink validated, told in one line.
-            #expect(await eventually { r.lines.of(.change).count == 1 }, "\(r.lines.all)")
+            try #require(await eventually { r.lines.of(.change).count == 1 }, "\(r.lines.all)")
             let first = r.lines.of(.change)[0]
             #expect(first["event"]?["changed"] == .array([.string("validation")]))
             #expect(first["validated"] == .bool(true))
@@ -227,7 +227,7 @@ final class FakeProber: Sendable {
             off.validation.enabled = false
             #expect(await r.agent.hub.apply(off) == ["validation"])
             r.route.set(DualWANParts.part(wwan0Carrier: false))
-            #expect(await eventually { r.lines.of(.change).count == 2 }, "\(r.lines.all)")
+            try #require(await eventually { r.lines.of(.change).count == 2 }, "\(r.lines.all)")
             let after = r.lines.of(.change)[1]
             #expect(after["event"]?["changed"] == .array([.string("uplinks")]), "switching validation off is no line")
             #expect(after["validated"] == .null)
