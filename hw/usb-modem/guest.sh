@@ -37,8 +37,9 @@ mountpoint -q /dev/pts || { mkdir -p /dev/pts; mount -t devpts -o ptmxmode=0666 
 uname -r > $out/kernel.txt
 
 case $protocol in
-  qmi) udc=dummy_udc.0 device=$here/qmi-device tun=opnet0 ;;
-  mbim) udc=dummy_udc.1 device=$here/mbim-device tun=opnet1 ;;
+  # qmi-device also follows the simulator's sessions (--control): traffic stops while a session is down.
+  qmi) udc=dummy_udc.0 device=$here/qmi-device tun=opnet0 device_args=(--control $run/sim.sock) ;;
+  mbim) udc=dummy_udc.1 device=$here/mbim-device tun=opnet1 device_args=() ;;
 esac
 peer=192.0.2.1 session=192.0.2.2
 
@@ -49,7 +50,7 @@ setup() {
   pids+=($!)
   wait_for 10 test -S $run/sim.sock || { fail "reach-modem-sim did not start: $(cat $out/sim.err)"; return 1; }
   [ -x "$device" ] || { fail "$device is missing (not built or not merged yet)"; return 1; }
-  "$device" --pty $run/modem --udc $udc --tun $tun --pid-file $run/device.pid ${LAB_DEVICE_ARGS:-} \
+  "$device" --pty $run/modem --udc $udc --tun $tun ${device_args[@]} --pid-file $run/device.pid ${LAB_DEVICE_ARGS:-} \
     > $out/device.out 2> $out/device.err &
   pids+=($!)
   wait_for 30 grep -q '^ready' $out/device.out || { fail "the device program did not say ready: $(tail -5 $out/device.err)"; return 1; }
