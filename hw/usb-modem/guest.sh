@@ -37,11 +37,13 @@ mountpoint -q /dev/pts || { mkdir -p /dev/pts; mount -t devpts -o ptmxmode=0666 
 uname -r > $out/kernel.txt
 
 case $protocol in
-  # qmi-device also follows the simulator's sessions (--control): traffic stops while a session is down.
-  qmi) udc=dummy_udc.0 device=$here/qmi-device tun=opnet0 device_args=(--control $run/sim.sock) ;;
-  mbim) udc=dummy_udc.1 device=$here/mbim-device tun=opnet1 device_args=() ;;
+  qmi) udc=dummy_udc.0 device=$here/qmi-device tun=opnet0 ;;
+  mbim) udc=dummy_udc.1 device=$here/mbim-device tun=opnet1 ;;
 esac
+# Both device programs follow the simulator's sessions (--control): traffic stops while a session is down.
+device_args=(--control $run/sim.sock)
 peer=192.0.2.1 session=192.0.2.2
+[ -n "${vid_pid:-}" ] && device_args+=(--vid-pid "$vid_pid")
 
 setup() {
   if [ "$with_mm" = 1 ]; then start_modemmanager_stack || return 1; fi
@@ -50,7 +52,7 @@ setup() {
   pids+=($!)
   wait_for 10 test -S $run/sim.sock || { fail "reach-modem-sim did not start: $(cat $out/sim.err)"; return 1; }
   [ -x "$device" ] || { fail "$device is missing (not built or not merged yet)"; return 1; }
-  "$device" --pty $run/modem --udc $udc --tun $tun ${device_args[@]} --pid-file $run/device.pid ${LAB_DEVICE_ARGS:-} \
+  "$device" --pty $run/modem --udc $udc --tun $tun "${device_args[@]}" --pid-file $run/device.pid \
     > $out/device.out 2> $out/device.err &
   pids+=($!)
   wait_for 30 grep -q '^ready' $out/device.out || { fail "the device program did not say ready: $(tail -5 $out/device.err)"; return 1; }
@@ -74,12 +76,25 @@ setup() {
   log "setup done: $REACH_USB_MODEM"
 }
 
+# As on a Debian gateway: the system bus, udev (with GatewayReach's rule from config/, as the package installs it)
+# and ModemManager, started before the modem is plugged in so that each sees it arrive.
 start_modemmanager_stack() {
-  mkdir -p /run/dbus /run/udev
-  dbus-daemon --system --fork --nopidfile > $out/dbus.log 2>&1 || { fail "dbus-daemon did not start"; return 1; }
-  /lib/systemd/systemd-udevd --daemon > $out/udevd.log 2>&1 || { fail "systemd-udevd did not start"; return 1; }
+  mkdir -p /run/dbus /run/udev/rules.d
+  cp "$repo/config/70-reach.rules" /run/udev/rules.d/
+  # The package's sysusers entry makes the group the rule names; the shared root is read-only, so a copy of
+  # /etc/group with it is mounted over the original inside the VM.
+  if ! getent group reach > /dev/null; then
+    { cat /etc/group; echo "reach:x:991:"; } > $run/group
+    mount --bind $run/group /etc/group
+  fi
+  dbus-daemon --system --fork --nopidfile > $out/dbus.log 2>&1 || { fail "dbus-daemon did not start: $(cat $out/dbus.log)"; return 1; }
+  /lib/systemd/systemd-udevd --daemon > $out/udevd.log 2>&1 || { fail "systemd-udevd did not start: $(cat $out/udevd.log)"; return 1; }
+  udevadm trigger --action=add > /dev/null 2>&1
+  timeout 30 udevadm settle
   ModemManager --debug > $out/modemmanager.log 2>&1 &
   pids+=($!)
+  wait_for 20 mmcli -L || { fail "ModemManager did not answer mmcli -L within 20 s: $(tail -5 $out/modemmanager.log)"; return 1; }
+  log "dbus, udevd and ModemManager up"
 }
 
 setup || true
