@@ -187,6 +187,17 @@ typealias QID = QMIMessageID
         #expect((imsi.result?.status == 0) == (file == "qmi-4g-lte"))
     }
 
+    /// What ModemManager asks before it enables a QMI modem: the operating mode (online) and power-state reports.
+    @Test func operatingModeAndPowerReports() throws {
+        var h = try QMIHarness(scenarioFile: "qmi-4g-lte")
+        let dms = try h.allocate(QMIService.dms)
+        let mode = try h.request(QMIService.dms, cid: dms, QID.dmsGetOperatingMode)
+        #expect(mode.result?.status == 0 && mode.tlv(0x01) == [0x00])
+        let report = try h.request(QMIService.dms, cid: dms, QID.dmsSetEventReport, [QMITLV(0x14, [1])])
+        #expect(report.result?.status == 0)
+        #expect(try h.request(QMIService.dms, cid: dms, 0x002E).result?.error == QMIError.notSupported)
+    }
+
     @Test func deniedCarriesTheRejectCause() throws {
         var h = try QMIHarness(scenarioFile: "qmi-denied-reject-cause")
         let nas = try h.allocate(QMIService.nas)

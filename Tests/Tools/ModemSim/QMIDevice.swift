@@ -129,6 +129,14 @@ public struct QMIDevice: Sendable {
         let device = scenario.device
         func string(_ s: String) -> QMIMessage { QMIMessage.response(to: r, [QMITLV(0x01, Array(s.utf8))]) }
         switch r.messageID {
+        case ID.dmsSetEventReport:
+            // ModemManager's enabling step registers for power-state reports here; accepted, none are sent (the
+            // simulated modem never leaves online).
+            return QMIMessage.response(to: r)
+        case ID.dmsGetOperatingMode:
+            // TLV 0x01: QmiDmsOperatingMode, 0 = online (libqmi's qmi-enums-dms.h); ModemManager reads it before
+            // enabling and gives up on the modem when it cannot.
+            return QMIMessage.response(to: r, [QMITLV(0x01, [0x00])])
         case ID.dmsGetCapabilities:
             return QMIMessage.response(to: r, QMIEncoding.capabilities(supports5G: scenario.supports5G))
         case ID.dmsGetManufacturer: return string(device.manufacturer)

@@ -31,6 +31,7 @@ public enum QMIMessageID {
     public static let ctlSync: UInt16 = 0x0027
     public static let ctlInternalProxyOpen: UInt16 = 0xFF00
     // DMS
+    public static let dmsSetEventReport: UInt16 = 0x0001
     public static let dmsGetCapabilities: UInt16 = 0x0020
     public static let dmsGetManufacturer: UInt16 = 0x0021
     public static let dmsGetModel: UInt16 = 0x0022
@@ -38,6 +39,7 @@ public enum QMIMessageID {
     public static let dmsGetMSISDN: UInt16 = 0x0024
     public static let dmsGetIDs: UInt16 = 0x0025
     public static let dmsUIMGetPINStatus: UInt16 = 0x002B
+    public static let dmsGetOperatingMode: UInt16 = 0x002D
     public static let dmsUIMGetICCID: UInt16 = 0x003C
     public static let dmsUIMGetIMSI: UInt16 = 0x0043
     public static let dmsUIMGetState: UInt16 = 0x0044
@@ -69,6 +71,7 @@ public enum QMIMessageNames {
         (QMIService.ctl, ID.ctlReleaseCID, "release_cid"),
         (QMIService.ctl, ID.ctlSync, "sync"),
         (QMIService.ctl, ID.ctlInternalProxyOpen, "internal_proxy_open"),
+        (QMIService.dms, ID.dmsSetEventReport, "set_event_report"),
         (QMIService.dms, ID.dmsGetCapabilities, "get_capabilities"),
         (QMIService.dms, ID.dmsGetManufacturer, "get_manufacturer"),
         (QMIService.dms, ID.dmsGetModel, "get_model"),
@@ -76,6 +79,7 @@ public enum QMIMessageNames {
         (QMIService.dms, ID.dmsGetMSISDN, "get_msisdn"),
         (QMIService.dms, ID.dmsGetIDs, "get_ids"),
         (QMIService.dms, ID.dmsUIMGetPINStatus, "uim_get_pin_status"),
+        (QMIService.dms, ID.dmsGetOperatingMode, "get_operating_mode"),
         (QMIService.dms, ID.dmsUIMGetICCID, "uim_get_iccid"),
         (QMIService.dms, ID.dmsUIMGetIMSI, "uim_get_imsi"),
         (QMIService.dms, ID.dmsUIMGetState, "uim_get_state"),
