@@ -11,6 +11,7 @@
 // After a run that cleaned up after itself it finds nothing and exits.
 
 import Foundation
+import ReachSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -62,11 +63,8 @@ public final class Janitor: Sendable {
         // work.
         defer { close(fds[0]) }
         do {
-            pid = try Spawned.spawnClean("/bin/sh", argv: argv, environment: env) { actions in
-                posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
-                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-                posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-            }
+            pid = try Spawned.spawnClean(
+                "/bin/sh", argv: argv, environment: env, actions: [.dup2(from: fds[0], to: 0), .null(1), .null(2)])
         } catch {
             close(fds[1])
             throw error
