@@ -94,7 +94,7 @@ public final class Spawned: @unchecked Sendable {
         // Fds only the child needs, closed here after the spawn. Our ends belong to their ChildOutput from the
         // start (it closes them, also when this initialiser throws).
         var childEnds: [Int32] = []
-        defer { childEnds.forEach { close($0) } }
+        defer { childEnds.forEach { Sys.close($0) } }
 
         var outputs: [ChildOutput?] = []
         var actions: [Spawn.FileAction] = []
@@ -161,7 +161,7 @@ public final class Spawned: @unchecked Sendable {
     /// Sends `sig` to the child's process group (the child and whatever it started), while it has not been reaped.
     public func signal(_ sig: Int32) {
         guard exitStatus == nil else { return }
-        kill(-pid, sig)
+        Sys.kill(-pid, sig)
     }
 
     public var isRunning: Bool { exitStatus == nil }
@@ -203,7 +203,7 @@ public final class Spawned: @unchecked Sendable {
             if let s = exitStatus { return s }
             if ContinuousClock.now >= deadline { return nil }
             // A cancelled task cannot sleep; it waits the pause out on its thread rather than spin.
-            do { try await Task.sleep(for: .milliseconds(pause)) } catch { usleep(UInt32(pause) * 1000) }
+            do { try await Task.sleep(for: .milliseconds(pause)) } catch { Sys.nanosleep(.milliseconds(pause)) }
             pause = min(pause * 2, 10)
         }
     }
@@ -232,7 +232,7 @@ public final class Spawned: @unchecked Sendable {
 
     /// Kills what is left of the group once its leader is gone (a program it started in the background).
     private func sweep(_ status: Int32) -> Int32 {
-        if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
+        if case .success = Sys.kill(-pid, 0) { Sys.kill(-pid, SIGKILL) }
         return status
     }
 
