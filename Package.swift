@@ -32,13 +32,13 @@ let package = Package(
         .target(name: "ReachCore", linkerSettings: [.linkedLibrary("m")]),
         // The command-line parser (pure; replaces swift-argument-parser, see its header).
         .target(name: "ReachCommandLine"),
-        // The door to the kernel (to become the only one): one wrapper per system call,
-        // named threads, the safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place),
+        // The door to the kernel: one wrapper per system call (scripts/lib/check-syscalls holds the other targets to
+        // it), one posix_spawn path (Spawn), named threads, the safe-write helper (exclusive no-follow temp, fsync, rename; devices and FIFOs in place),
         // the bounded reader (no FIFO blocks, size cap), the listening socket, typed system errors. Glibc only.
         .target(name: "ReachSystem"),
         // Logging (replaces apple/swift-log, see its header): levels, a handler per logger, standard error with
         // journald's priority prefix.
-        .target(name: "ReachLog"),
+        .target(name: "ReachLog", dependencies: ["ReachSystem"]),
 
         // System libraries, one per pkg-config file.
         .systemLibrary(name: "CQMI", path: "Sources/C/CQMI", pkgConfig: "qmi-glib", providers: [.apt(["libqmi-glib-dev"])]),

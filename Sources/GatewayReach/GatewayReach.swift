@@ -2,6 +2,7 @@
 // The continuous half is `Reachability` (Reachability.swift); both assemble snapshots with `Snapshot.assemble`.
 
 import Glibc
+import ReachSystem
 @_exported import ReachModem
 @_exported import ReachProbe
 @_exported import ReachRoutes
@@ -173,8 +174,7 @@ extension RouteView {
 extension Timestamp {
     /// The wall clock now (CLOCK_REALTIME).
     public static func now() -> Timestamp {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
+        let ts = Sys.realtimeNow()
         return Timestamp(seconds: Int64(ts.tv_sec), nanoseconds: Int32(ts.tv_nsec))
     }
 }

@@ -18,6 +18,23 @@ public struct Readings: Error, Sendable, Equatable {
     public var detail: String
     /// The age of the agent's state when it was taken.
     public var ageSeconds: Double?
+    /// Why an agent that runs was not used, when that is a problem of the agent's (diag warns of it): decided where
+    /// the Varlink error name or the state's age is known, not read back from `detail`.
+    public var trouble: AgentTrouble?
+
+    public enum AgentTrouble: Sendable, Equatable {
+        /// It refused the connection (org.gatewayreach.Reach.TooManyClients).
+        case tooManyClients
+        /// Its state is older than twice its refresh interval.
+        case stale
+    }
+
+    public init(origin: Origin, detail: String, ageSeconds: Double? = nil, trouble: AgentTrouble? = nil) {
+        self.origin = origin
+        self.detail = detail
+        self.ageSeconds = ageSeconds
+        self.trouble = trouble
+    }
 
     public var json: JSON {
         var m: [(String, JSON)] = [("from", .string(origin.rawValue)), ("detail", .string(detail))]
@@ -126,7 +143,9 @@ public enum AgentClient {
     }
 
     public static func usable(socketPath: String, now: Timestamp = .now(), timeoutMS: Int32 = 1000) -> Result<Usable, Readings> {
-        func direct(_ why: String) -> Result<Usable, Readings> { .failure(Readings(origin: .direct, detail: why)) }
+        func direct(_ why: String, _ trouble: Readings.AgentTrouble? = nil) -> Result<Usable, Readings> {
+            .failure(Readings(origin: .direct, detail: why, trouble: trouble))
+        }
         let state: JSON
         switch getStatus(socketPath: socketPath, timeoutMS: timeoutMS) {
         case let .success(s): state = s
@@ -134,7 +153,7 @@ public enum AgentClient {
             return direct("no agent answers on \(socketPath): \(e.reason)")
         case let .failure(.varlink(error, uid)) where error == "TooManyClients":
             // docs/integration.md ("Varlink"): who may hold how many connections.
-            return direct("the agent refused: " + Failure.varlink(error: error, uid: uid).reason)
+            return direct("the agent refused: " + Failure.varlink(error: error, uid: uid).reason, .tooManyClients)
         case let .failure(.varlink(error, _)):
             return direct("the agent on \(socketPath) could not be asked: the agent answered \(error)")
         case let .failure(e):
@@ -154,7 +173,7 @@ public enum AgentClient {
         }
         let age = time.seconds(until: now)
         if age > 2 * refresh {
-            return direct("the agent's state is stale: \(format(age)) s old, more than twice its \(format(refresh)) s refresh interval")
+            return direct("the agent's state is stale: \(format(age)) s old, more than twice its \(format(refresh)) s refresh interval", .stale)
         }
         func sourceAge(_ name: String) -> Double {
             (state["sources"]?[name]?["updated"]?.stringValue.flatMap(Timestamp.init(rfc3339:))).map { $0.seconds(until: now) } ?? age

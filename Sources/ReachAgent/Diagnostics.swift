@@ -133,21 +133,22 @@ public enum Diagnostics {
 
     /// Whether an agent runs and whether its readings were used. Not running is no problem of the link (skip); an
     /// agent that answers with a stale state is (warn).
-    static func agentCheck(_ readings: Readings, _ state: JSON?) -> DiagCheck {
+    public static func agentCheck(_ readings: Readings, _ state: JSON?) -> DiagCheck {
         if readings.origin == .agent {
             let started = state?["agent"]?["started"]?.stringValue ?? "?"
             return DiagCheck("agent", "Agent", .ok, "running since \(started); readings from it (\(readings.detail))")
         }
-        if readings.detail.contains(text: "TooManyClients") {
+        switch readings.trouble {
+        case .tooManyClients:
             return DiagCheck("agent", "Agent", .warn, readings.text,
                              hint: "the agent's connections are held by other programs: its log names the uids it refused "
                                  + "(journalctl -u reach, logread); api.max_clients_per_uid in reach.json(5) says who may hold how many")
-        }
-        if readings.detail.contains(text: "stale") {
+        case .stale:
             return DiagCheck("agent", "Agent", .warn, readings.detail + "; read directly",
                              hint: "the agent answers but its sources stopped updating: see its log (journalctl -u reach, logread)")
+        case nil:
+            return DiagCheck("agent", "Agent", .skip, readings.detail + "; read directly")
         }
-        return DiagCheck("agent", "Agent", .skip, readings.detail + "; read directly")
     }
 
     /// Every interface with its flags and addresses. The corresponding C function is `getifaddrs`.

@@ -261,65 +261,47 @@ public final class HookRunner: Sendable {
         _ path: String, argv: [String], environment: [String], stdin: [UInt8], settings: Settings,
         started: (pid_t) -> Void = { _ in }
     ) -> Result<Outcome, SystemError> {
-        var input: [Int32] = [-1, -1]
-        var errors: [Int32] = [-1, -1]
-        guard pipe(&input) == 0 else { return .failure(SystemError("pipe", errno: errno)) }
-        guard pipe(&errors) == 0 else {
-            close(input[0]); close(input[1])
-            return .failure(SystemError("pipe", errno: errno))
+        let input: (read: Int32, write: Int32)
+        let errors: (read: Int32, write: Int32)
+        switch Sys.pipe() {
+        case let .success(p): input = p
+        case let .failure(e): return .failure(e)
         }
-        for fd in input + errors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var ourEnds = [input[1], errors[0]]
-        defer { ourEnds.forEach { close($0) } }
-        // The line goes into the pipe before the hook starts (F_SETPIPE_SZ grows it past the default 64 KiB when the
-        // line needs it); the hook reads it, then end of file.
-        let F_SETPIPE_SZ: Int32 = 1031  // include/uapi/linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7
-        if stdin.count > 65536 { _ = fcntl(input[1], F_SETPIPE_SZ, Int32(min(stdin.count, 1 << 20))) }
-        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
-        _ = stdin.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
-        close(input[1])
-        ourEnds.removeFirst()
+        switch Sys.pipe() {
+        case let .success(p): errors = p
+        case let .failure(e):
+            Sys.close(input.read)
+            Sys.close(input.write)
+            return .failure(e)
+        }
+        defer { Sys.close(errors.read) }
+        // The line goes into the pipe before the hook starts (grown past the default 64 KiB when the line needs it);
+        // the hook reads it, then end of file.
+        if stdin.count > 65536 { _ = Sys.setPipeSize(input.write, min(stdin.count, 1 << 20), path: nil) }
+        _ = Sys.setNonBlocking(input.write, true, path: nil)
+        _ = stdin.withUnsafeBytes { Sys.write(input.write, $0, path: nil) }
+        Sys.close(input.write)
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, errors[1], 2)
-        closeFrom3(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = environment.map { strdup($0) } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
+        // A process group of its own (a timeout kills the group), stdin from the pipe, stdout to /dev/null, stderr
+        // to a pipe read here. ETXTBSY (the file still open for writing somewhere: being installed, or its writer's
+        // descriptor inherited by a child another thread started before it was closed) passes within milliseconds,
+        // or within a second on a loaded machine: retried for up to 1.1 s.
+        let spawned = Spawn.posix_spawn(
+            path, argv: argv, environment: environment,
+            actions: [.dup2(from: input.read, to: 0), .null(1), .dup2(from: errors.write, to: 2)],
+            flags: [.cleanSignals, .newProcessGroup], busyRetry: .milliseconds(1100))
+        Sys.close(input.read)
+        Sys.close(errors.write)
+        let pid: pid_t
+        switch spawned {
+        case let .success(p): pid = p
+        case let .failure(e): return .failure(e)
         }
-        var pid: pid_t = 0
-        var rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
-        // ETXTBSY: the file is still open for writing somewhere (being installed, or its writer's descriptor inherited
-        // by a child another thread started before it was closed); that passes within milliseconds, or within a second
-        // on a loaded machine: retried for up to 1.1 s in all.
-        for attempt in 1...10 where rc == ETXTBSY {
-            usleep(UInt32(attempt) * 20_000)
-            rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
-        }
-        close(input[0])
-        close(errors[1])
-        guard rc == 0 else { return .failure(SystemError("posix_spawn", errno: rc, path: path)) }
         started(pid)
 
-        let readFD = errors[0]
-        _ = fcntl(readFD, F_SETFL, fcntl(readFD, F_GETFL) | O_NONBLOCK)
+        // Our end only: the hook's stderr stays blocking for the hook.
+        let readFD = errors.read
+        _ = Sys.setNonBlocking(readFD, true, path: nil)
         var kept: [UInt8] = []
         var dropped = 0
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
@@ -376,19 +358,5 @@ public final class HookRunner: Sendable {
             drain()
         }
         return .success(Outcome(status: status ?? -1, timedOut: signalled > 0, output: kept, droppedBytes: dropped))
-    }
-
-    /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): every descriptor from 3 up is closed in the child, so a
-    /// hook inherits none of the agent's sockets. Looked up at run time (Swift's Glibc module does not declare it);
-    /// without it only close-on-exec descriptors are closed.
-    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "posix_spawn_file_actions_addclosefrom_np") else {
-            return nil
-        }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-    }()
-
-    private static func closeFrom3(_ actions: inout posix_spawn_file_actions_t) {
-        if let addCloseFrom { _ = addCloseFrom(&actions, 3) }
     }
 }

@@ -6,6 +6,7 @@
 // pending).
 
 import Glibc
+import ReachSystem
 import Synchronization
 
 /// A self-pipe: `poke()` from any thread, `readFD` in the worker's poll set, `drain()` after it was readable.
@@ -14,35 +15,28 @@ final class SelfPipe: Sendable {
     let writeFD: Int32
 
     init?() {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { return nil }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        }
-        readFD = fds[0]
-        writeFD = fds[1]
+        guard case let .success(fds) = Sys.pipe(nonBlocking: true) else { return nil }
+        readFD = fds.read
+        writeFD = fds.write
     }
 
     deinit {
-        close(readFD)
-        close(writeFD)
+        Sys.close(readFD)
+        Sys.close(writeFD)
     }
 
     func poke() {
-        var b: UInt8 = 1
-        _ = write(writeFD, &b, 1)
+        _ = withUnsafeBytes(of: UInt8(1)) { Sys.write(writeFD, $0, path: nil) }
     }
 
     func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
-        while read(readFD, &buffer, buffer.count) > 0 {}
+        while case let .success(n) = buffer.withUnsafeMutableBytes({ Sys.read(readFD, into: $0, path: nil) }), n > 0 {}
     }
 
     /// Waits until poked or `milliseconds` passed (-1: no limit).
     func wait(milliseconds: Int32) {
-        var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-        _ = poll(&p, 1, milliseconds)
+        _ = Sys.poll(readFD, Int16(POLLIN), timeoutMs: milliseconds)
         drain()
     }
 }
@@ -57,13 +51,12 @@ final class WorkerEnd: Sendable {
 
     func await(timeoutMS: Int64) {
         let deadline = monotonicMilliseconds() + timeoutMS
-        while !isDone && monotonicMilliseconds() < deadline { usleep(2000) }
+        while !isDone && monotonicMilliseconds() < deadline { Sys.nanosleep(.milliseconds(2)) }
     }
 }
 
-/// The monotonic clock in milliseconds, for the workers' own deadlines.
+/// The deadline clock (ReachSystem's CLOCK_BOOTTIME) in milliseconds, for the workers' own deadlines.
 func monotonicMilliseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    let (seconds, attoseconds) = Sys.monotonicNow().components
+    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
 }

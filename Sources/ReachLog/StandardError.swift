@@ -10,6 +10,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ReachSystem
 
 public enum StandardError {
     /// The handler: every record it gets, one line on standard error.
@@ -18,20 +19,8 @@ public enum StandardError {
     public static func write(_ record: LogRecord) {
         var text = record.formatted(time: timestamp())
         if toJournal { text = "<\(record.level.syslogPriority)>" + text }
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let n = Glibc.write(2, buffer.baseAddress! + done, buffer.count - done)
-                if n > 0 {
-                    done += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return  // nowhere left to say it
-                }
-            }
-        }
+        // A failure leaves nowhere to say it.
+        _ = Sys.writeAll(2, Array(text.utf8), path: nil)
     }
 
     /// Whether standard error is the journal's stream, decided once.

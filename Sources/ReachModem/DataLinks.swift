@@ -22,6 +22,7 @@ import Glibc
 import Musl
 #endif
 import ReachCore
+import ReachSystem
 
 /// The Bind Mux Data Port endpoint (QmiDataEndpointType and interface number).
 public struct DataEndpoint: Sendable, Equatable {
@@ -171,21 +172,17 @@ public enum RTNetlinkLinkInfo {
     /// The link's kind info, or nil when there is no such link or the kernel cannot be asked.
     public static func read(_ name: String) -> LinkKindInfo? {
         guard !name.isEmpty, name.utf8.count < 16 else { return nil }
-        let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // NETLINK_ROUTE (linux/netlink.h)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        // Protocol 0: NETLINK_ROUTE (linux/netlink.h).
+        guard case let .success(fd) = Sys.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue), 0) else { return nil }
+        defer { Sys.close(fd) }
+        _ = Sys.setReceiveTimeout(fd, .seconds(1), path: nil)
         let request = Self.request(name: name, seq: 1)
-        let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        guard sent == request.count else { return nil }
+        guard case .success(request.count) = request.withUnsafeBytes({ Sys.send(fd, $0, path: nil) }) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 32768)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            return parse(Array(buffer[..<n]))
+        guard case let .success(n) = buffer.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }), n > 0 else {
+            return nil
         }
+        return parse(Array(buffer[..<n]))
     }
 
     /// An RTM_GETLINK request: nlmsghdr, an empty ifinfomsg, IFLA_IFNAME.

@@ -61,15 +61,14 @@ enum ProcFacts {
     static func listening(_ name: String, procNetUnix: String = "/proc/net/unix") -> Bool {
         // Streamed in chunks: the table has a line per unix socket of the namespace, which a busy box has thousands of.
         let needle = Array((" @" + name + "\n").utf8)
-        let fd = open(procNetUnix, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
+        guard case let .success(fd) = Sys.openat(AT_FDCWD, procNetUnix, O_RDONLY, path: procNetUnix) else { return false }
+        defer { Sys.close(fd) }
         var chunk = [UInt8](repeating: 0, count: 16384)
         var window: [UInt8] = []
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
+            guard case let .success(n) = chunk.withUnsafeMutableBytes({ Sys.read(fd, into: $0, path: procNetUnix) }), n > 0 else {
+                return false
+            }
             window += chunk[0..<n]
             if window.count >= needle.count {
                 for i in 0...(window.count - needle.count) where window[i] == needle[0] && Array(window[i..<(i + needle.count)]) == needle {
@@ -202,39 +201,20 @@ enum ProxyLauncher {
     static func ensure(_ name: String, wait: Duration = .milliseconds(2000)) async -> String? {
         if ProcFacts.listening(name) { return nil }
         guard let binary = ProcFacts.proxyPath(name) else { return "\(name) is not installed" }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        // SETSIGMASK 0x08 | SETSIGDEF 0x04 | SETSID 0x80 (spawn.h): its own session, as a daemon.
-        posix_spawnattr_setflags(&attributes, Int16(0x08 | 0x04 | 0x80))
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-        }
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(binary), nil]
-        defer { for p in argv { free(p) } }
         // Marked with the reach process it belongs to (a worker's parent), so that reach knows it as its own later,
         // after the worker that started it has ended and it was reparented (ProxyWatch.startedByReach).
         let owner = PortHolders.scanHere ? getpid() : getppid()
-        var env: [UnsafeMutablePointer<CChar>?] = [strdup("\(ProxyWatch.markVariable)=\(owner)")]
-        var inherited = environ
-        while let entry = inherited.pointee {
-            if !String(cString: entry).hasPrefix(ProxyWatch.markVariable + "=") { env.append(strdup(entry)) }
-            inherited += 1
+        let mark = ProxyWatch.markVariable + "="
+        let environment = ["\(mark)\(owner)"] + Spawn.currentEnvironment().filter { !$0.hasPrefix(mark) }
+        // Its own session, as a daemon, with the standard descriptors on /dev/null.
+        let pid: pid_t
+        switch Spawn.posix_spawn(
+            binary, argv: [binary], environment: environment, actions: [.null(0), .null(1), .null(2)],
+            flags: [.cleanSignals, .newSession])
+        {
+        case let .success(p): pid = p
+        case let .failure(e): return "\(name) could not be started: \(e.reason)"
         }
-        env.append(nil)
-        defer { for p in env { free(p) } }
-        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, env)
-        guard rc == 0 else { return "\(name) could not be started: \(String(cString: strerror(rc)))" }
         reapLater(pid)
         let deadline = ContinuousClock.now + wait
         while ContinuousClock.now < deadline {
@@ -246,10 +226,7 @@ enum ProxyLauncher {
 
     /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
     private static func reapLater(_ pid: pid_t) {
-        startThread("reap") {
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        }
+        startThread("reap") { _ = Sys.waitpid(pid, block: true) }
     }
 }
 

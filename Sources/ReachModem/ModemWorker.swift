@@ -133,31 +133,33 @@ final class WorkerProcess: Sendable {
         } catch {
             return .failure(.notStarted("cannot encode the request: \(error)"))
         }
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            return .failure(.notStarted("socketpair: \(String(cString: strerror(errno)))"))
+        let pair: (ours: Int32, child: Int32)
+        switch Sys.socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue)) {
+        case let .success(p): pair = p
+        case let .failure(e): return .failure(.notStarted("\(e)"))
         }
-        // The child's end must not be fd 0-3, which the spawn overwrites.
-        let childEnd = fcntl(pair[1], F_DUPFD_CLOEXEC, 10)
-        close(pair[1])
-        guard childEnd >= 0 else {
-            close(pair[0])
-            return .failure(.notStarted("fcntl: \(String(cString: strerror(errno)))"))
+        // Standard input from /dev/null, standard output onto standard error (a worker's words are log lines), the
+        // socket as fd 3, nothing else of ours. The child's end is copied above 3 first: fds 0-3 are overwritten.
+        let spawned = Sys.dup(pair.child, minimum: 10, path: nil).flatMap { childEnd in
+            defer { Sys.close(childEnd) }
+            return Spawn.posix_spawn(
+                launch.executable, argv: [launch.executable] + launch.arguments + [label],
+                environment: Spawn.currentEnvironment(),
+                actions: [.null(0), .dup2(from: 2, to: 1), .dup2(from: childEnd, to: ModemWorkerProcess.channel)],
+                closeFrom: ModemWorkerProcess.channel + 1)
         }
-        let argv = [launch.executable] + launch.arguments + [label]
-        var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { for p in cArgs { free(p) } }
-        var pid: pid_t = 0
-        let rc = CGLibShims_worker_spawn(launch.executable, &cArgs, environ, childEnd, &pid)
-        close(childEnd)
-        guard rc == 0 else {
-            close(pair[0])
-            return .failure(.notStarted("\(launch.executable): \(String(cString: strerror(rc)))"))
+        Sys.close(pair.child)
+        let pid: pid_t
+        switch spawned {
+        case let .success(p): pid = p
+        case let .failure(e):
+            Sys.close(pair.ours)
+            return .failure(.notStarted(e.call == "posix_spawn" ? "\(launch.executable): \(e.reason)" : "\(e)"))
         }
         WorkerProcess.running.withLock { _ = $0.insert(pid) }
-        let process = WorkerProcess(pid: pid, fd: pair[0])
+        let process = WorkerProcess(pid: pid, fd: pair.ours)
         // The request is small and the socket buffer empty: this write does not block on a live child.
-        if !sendAll(pair[0], frame) {
+        if case .failure = Sys.sendAll(pair.ours, frame, path: nil) {
             // It is gone already (it could not run, or died at once): say how it ended.
             return .failure(process.supervise(WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)) { _ in }.0)
         }
@@ -167,14 +169,14 @@ final class WorkerProcess: Sendable {
     /// Asks the worker to finish (it sees end of file, stops its job and exits); `supervise` kills it if it has not
     /// gone 2 s later.
     func stop() {
-        if !stopRequested.exchange(true, ordering: .acquiringAndReleasing) { shutdown(fd, Int32(SHUT_WR)) }
+        if !stopRequested.exchange(true, ordering: .acquiringAndReleasing) { _ = Sys.shutdown(fd, Int32(SHUT_WR), path: nil) }
     }
 
     /// Reads the worker's frames until it ends, handing each message but heartbeats to `deliver`, and kills it on
     /// silence, a malformed frame, an overrun deadline or a stop it does not honour. Blocking: call it on a thread
     /// of its own. Returns how the worker ended, with the last GLib error it reported; the worker is reaped.
     func supervise(_ timing: WorkerTiming, deliver: (WorkerMessage) -> Void) -> (WorkerEnd, String?) {
-        defer { close(fd) }
+        defer { Sys.close(fd) }
         let clock = ContinuousClock()
         let started = clock.now
         var lastFrame = started
@@ -185,7 +187,7 @@ final class WorkerProcess: Sendable {
         var fatalLog: String?
 
         func kill(_ end: WorkerEnd) -> (WorkerEnd, String?) {
-            Glibc.kill(pid, SIGKILL)
+            Sys.kill(pid, SIGKILL)
             reap()
             return (end, fatalLog)
         }
@@ -204,14 +206,18 @@ final class WorkerProcess: Sendable {
             }
             // Wake at least every 100 ms to notice a stop request.
             let wait = min(due - now, .milliseconds(100))
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(clamping: max(1, wait.milliseconds)))
-            if ready < 0 && errno != EINTR { return kill(.malformed("poll: \(String(cString: strerror(errno)))")) }
-            guard ready > 0 else { continue }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && errno != ECONNRESET { return kill(.socketFailed("recv: \(String(cString: strerror(errno)))")) }
-            if n <= 0 {
+            switch Sys.poll(fd, Int16(POLLIN), timeoutMs: max(1, Sys.milliseconds(wait))) {
+            case .success(0): continue
+            case .success: break
+            case let .failure(e): return kill(.malformed("\(e)"))
+            }
+            let n: Int
+            switch chunk.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }) {
+            case let .success(count): n = count
+            case let .failure(e) where e.errno == ECONNRESET: n = 0
+            case let .failure(e): return kill(.socketFailed("\(e)"))
+            }
+            if n == 0 {
                 // End of file, or ECONNRESET (it died with our request unread): the worker is exiting, or closed its
                 // socket, which only an exiting worker does. Its status says how it ended.
                 return (reapExiting(), fatalLog)
@@ -246,28 +252,23 @@ final class WorkerProcess: Sendable {
     /// Reaps a worker that is exiting (its socket closed): how it ended, or `.lingered` when it had not exited 2 s
     /// later and was killed (its status would then only say SIGKILL, which was ours).
     private func reapExiting() -> WorkerEnd {
-        var status: Int32 = 0
-        for _ in 0..<2000 {
-            let r = waitpid(pid, &status, WNOHANG)
-            if r == pid {
-                forget()
-                return WorkerProcess.end(status)
-            }
-            if r < 0 && errno != EINTR {
-                forget()
-                return .exited(-1)
-            }
-            usleep(1000)
+        switch Sys.waitpid(pid, timeout: .seconds(2)) {
+        case let .success(status?):
+            forget()
+            return WorkerProcess.end(status)
+        case .failure:
+            forget()
+            return .exited(-1)
+        case .success(nil):
+            Sys.kill(pid, SIGKILL)
+            reap()
+            return .lingered(.seconds(2))
         }
-        Glibc.kill(pid, SIGKILL)
-        reap()
-        return .lingered(.seconds(2))
     }
 
     /// Waits for the worker to end after a SIGKILL of ours (its status then says nothing we do not know).
     private func reap() {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) != pid && errno == EINTR {}
+        _ = Sys.waitpid(pid, block: true)
         forget()
     }
 
@@ -276,10 +277,11 @@ final class WorkerProcess: Sendable {
         _ = WorkerProcess.running.withLock { $0.remove(pid) }
     }
 
-    private static func end(_ status: Int32) -> WorkerEnd {
-        // WIFEXITED / WTERMSIG, which the importer does not bring over (they are macros).
-        let signal = status & 0x7F
-        return signal == 0 ? .exited((status >> 8) & 0xFF) : .died(signal: signal)
+    private static func end(_ status: WaitStatus) -> WorkerEnd {
+        switch status {
+        case let .exited(code): .exited(code)
+        case let .signalled(signal): .died(signal: signal)
+        }
     }
 }
 

@@ -25,21 +25,20 @@ public enum ModemWorkerProcess {
     /// status (0 when the job ended as asked; 64 when fd 3 is not a worker socket, as when run by hand; 65 when the
     /// request is not understood). A lost parent ends it too (SIGKILL through PR_SET_PDEATHSIG, or end of file).
     public static func main() async -> Int32 {
-        var st = stat()
-        guard fstat(channel, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else {
+        guard case .success(let st) = Sys.fstat(channel, path: nil), st.kind == .socket else {
             printError("reach modem-worker: this command is started by reach itself (fd 3 must be its socket)")
             return 64
         }
         // Close-on-exec from here on: a program this worker starts (the qmi-proxy/mbim-proxy it launches for `auto`
         // access outlives it) must not hold the parent's socket open, or the parent would never see it close.
-        _ = fcntl(channel, F_SETFD, FD_CLOEXEC)
+        _ = Sys.setCloseOnExec(channel, path: nil)
         // Without capabilities this process cannot read other processes' /proc/PID/fd: its parent names the port's
         // other holders on the states it receives (`WorkerRun.bounded`).
         PortHolders.scanHere = false
         // Ctrl-C in a terminal, a terminal hang-up and systemd's stop reach the whole process group; the parent
         // decides when its workers end (end of file on the socket), or dies and takes them along (PR_SET_PDEATHSIG).
         // A worker killed by them first would be reported as failed in the parent's last line.
-        for s in [SIGHUP, SIGINT, SIGTERM] { signal(s, SIG_IGN) }
+        for s in [SIGHUP, SIGINT, SIGTERM] { Sys.signal(s, .ignore) }
         let link = WorkerLink(fd: channel)
         ProxyWatch.reportToParent = { link.send(.proxySilent($0)) }
         let request: WorkerRequest
@@ -96,9 +95,9 @@ public enum ModemWorkerProcess {
             // longer (a request in flight to a slow modem) is cut short first, so that this process still ends by
             // itself: the job is cancelled at 1.5 s (the close is still attempted), and the process exits at 1.8 s.
             startThread("wind-down") {
-                usleep(1_500_000)
+                Sys.nanosleep(.milliseconds(1500))
                 job.cancel()
-                usleep(300_000)
+                Sys.nanosleep(.milliseconds(300))
                 _exit(0)
             }
         }
@@ -128,13 +127,15 @@ final class WorkerLink: Sendable {
             } catch {
                 return .failure(error)
             }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, timeoutMs)
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return .failure(WireError("no request within \(timeoutMs) ms")) }
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return .failure(WireError("the parent closed the socket before its request")) }
+            switch Sys.poll(fd, Int16(POLLIN), timeoutMs: timeoutMs) {
+            case .success(0): return .failure(WireError("no request within \(timeoutMs) ms"))
+            case .success: break
+            case let .failure(e): return .failure(WireError("\(e)"))
+            }
+            let received = chunk.withUnsafeMutableBytes { Sys.recv(fd, into: $0, path: nil) }
+            guard case let .success(n) = received, n > 0 else {
+                return .failure(WireError("the parent closed the socket before its request"))
+            }
             buffer.append(chunk[0..<n])
         }
     }
@@ -142,8 +143,8 @@ final class WorkerLink: Sendable {
     /// Sends one message; a parent that is gone ends the process.
     func send(_ message: WorkerMessage) {
         guard let frame = try? WireFrame.encode(message) else { return }
-        let ok = lock.withLock { _ in sendAll(fd, frame) }
-        if !ok { _exit(0) }
+        let sent = lock.withLock { _ in Sys.sendAll(fd, frame, path: nil) }
+        if case .failure = sent { _exit(0) }
     }
 
     /// Calls `onEnd` (once, on a thread of its own) when the parent closes its end of the socket or goes away.
@@ -151,30 +152,14 @@ final class WorkerLink: Sendable {
         let fd = self.fd
         startThread("parent") {
             var byte: UInt8 = 0
-            while true {
-                let n = recv(fd, &byte, 1, 0)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                // The parent sends nothing after its request; anything more is ignored.
-            }
+            // The parent sends nothing after its request; anything more is ignored.
+            while case .success(1) = withUnsafeMutableBytes(of: &byte, { Sys.recv(fd, into: $0, path: nil) }) {}
             onEnd()
         }
     }
 }
 
-/// send(2) of all of `bytes` on a socket, without SIGPIPE when the peer is gone. False when it is.
-func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return false }
-        offset += n
-    }
-    return true
-}
-
 /// A line on standard error, whole.
 func printError(_ text: String) {
-    _ = writeAll(2, Array((text + "\n").utf8))
+    _ = Sys.writeAll(2, Array((text + "\n").utf8), path: nil)
 }

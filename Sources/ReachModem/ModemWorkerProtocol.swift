@@ -100,15 +100,3 @@ enum WorkerLimits {
     /// The most modem states in one read result (one port per worker).
     static let maxStates = 1
 }
-
-/// Writes all of `bytes` to a blocking descriptor (EINTR retried). False when the other side is gone.
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return false }
-        offset += n
-    }
-    return true
-}

@@ -15,6 +15,7 @@ import Musl
 import CGLibShims
 import ReachCore
 import ReachGLib
+import ReachSystem
 import Synchronization
 
 /// A proxied open that got no answer in time: which proxy, and how long was waited. Sent by a modem worker to its
@@ -55,24 +56,22 @@ enum UnixSocketTable {
 
     /// Every unix socket of our namespace; nil when the table cannot be read (no unix_diag in the kernel).
     static func dump() -> [Entry]? {
-        let fd = socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkSockDiag)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard case let .success(fd) = Sys.socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue), netlinkSockDiag) else { return nil }
+        defer { Sys.close(fd) }
+        _ = Sys.setReceiveTimeout(fd, .seconds(2), path: nil)
         var request: [UInt8] = []
         func put32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { request += $0 } }
         func put16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { request += $0 } }
         put32(40); put16(sockDiagByFamily); put16(0x0001 | 0x0300); put32(1); put32(0)  // nlmsghdr: REQUEST | DUMP
         request += [UInt8(AF_UNIX), 0, 0, 0]  // unix_diag_req: family, protocol, pad
         put32(0xffff_ffff); put32(0); put32(showName | showPeer | showIcons | showRQLen); put32(0); put32(0)
-        guard sendAll(fd, request) else { return nil }
+        guard case .success = Sys.sendAll(fd, request, path: nil) else { return nil }
         var entries: [Entry] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
+            guard case let .success(n) = buffer.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }), n > 0 else {
+                return nil
+            }
             var offset = 0
             while offset + 16 <= n {
                 let length = Int(u32(buffer, offset))
@@ -306,7 +305,7 @@ enum ProxyWatch {
 
     /// Alive and not a zombie.
     static func alive(_ pid: Int32) -> Bool {
-        guard kill(pid, 0) == 0 else { return false }
+        guard case .success = Sys.kill(pid, 0) else { return false }
         return statFields(pid)?.first.map { $0 != "Z" } ?? false
     }
 
@@ -320,11 +319,11 @@ enum ProxyWatch {
             }
             return !alive(pid)
         }
-        guard kill(pid, SIGTERM) == 0 || errno != EPERM else {
-            return ("", "reach may not signal it (\(String(cString: strerror(EPERM))))")
+        if case let .failure(e) = Sys.kill(pid, SIGTERM), e.errno == EPERM {
+            return ("", "reach may not signal it (\(e.reason))")
         }
         if await gone(within: termGrace) { return ("SIGTERM", nil) }
-        kill(pid, SIGKILL)
+        Sys.kill(pid, SIGKILL)
         if await gone(within: killGrace) { return ("SIGKILL: SIGTERM did not end it within \(termGrace.milliseconds) ms", nil) }
         return ("", "it outlived SIGKILL for \(killGrace.milliseconds) ms")
     }

@@ -7,10 +7,12 @@
 // not yet bound (commit c427bfec18f2, "net: core: enable SO_BINDTODEVICE for non-root users"); only changing a binding
 // needs CAP_NET_RAW, which the probes never do.
 //
-// Glibc only: one wrapper per system call, EINTR retried, errors as `ProbeFailure` words for the probe's outcome.
+// The system calls are ReachSystem's (EINTR retried there); their errors become `ProbeFailure` words for the probe's
+// outcome.
 
 import Glibc
 import ReachCore
+import ReachSystem
 
 /// Why a probe got no answer, in the words its outcome shows ("timed out", "connection refused").
 struct ProbeFailure: Error, Sendable, Equatable {
@@ -30,6 +32,13 @@ struct ProbeFailure: Error, Sendable, Equatable {
         }
     }
 
+    /// A failed call of ReachSystem's, in the same words.
+    init(_ error: SystemError) { self.init(error.call, errno: error.errno) }
+
+    /// The errno's meaning, named after `call` (not the wrapper's name for it) when unusual.
+    init(_ call: String, _ error: SystemError) { self.init(call, errno: error.errno)
+    }
+
     static let timedOut = ProbeFailure("timed out")
 }
 
@@ -40,12 +49,7 @@ struct Deadline: Sendable {
     init(_ timeout: Duration) { end = .now + timeout }
 
     /// Milliseconds left, rounded up so that a deadline a fraction of a millisecond away still waits; 0 when passed.
-    var remainingMilliseconds: Int32 {
-        let left = ContinuousClock.now.duration(to: end)
-        if left <= .zero { return 0 }
-        let (s, atto) = left.components
-        return Int32(clamping: s * 1000 + (atto + 999_999_999_999_999) / 1_000_000_000_000_000)
-    }
+    var remainingMilliseconds: Int32 { Sys.milliseconds(ContinuousClock.now.duration(to: end)) }
 
     var passed: Bool { ContinuousClock.now >= end }
 }
@@ -60,13 +64,16 @@ final class ProbeSocket {
         self.family = family
     }
 
-    deinit { close(fd) }
+    deinit { Sys.close(fd) }
 
     /// A non-blocking, close-on-exec socket bound to `device`; nil: not bound (the routing picks the way).
     static func open(_ family: AddressFamily, type: Int32, protocol proto: Int32, device: String?) -> Result<ProbeSocket, ProbeFailure> {
         let domain = family == .ipv4 ? AF_INET : AF_INET6
-        let fd = socket(domain, type | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), proto)
-        guard fd >= 0 else { return .failure(ProbeFailure("socket", errno: errno)) }
+        let fd: Int32
+        switch Sys.socket(domain, type, proto, nonBlocking: true) {
+        case let .success(f): fd = f
+        case let .failure(e): return .failure(ProbeFailure(e))
+        }
         let s = ProbeSocket(fd: fd, family: family)
         if let device, case let .failure(f) = s.bind(device: device) { return .failure(f) }
         return .success(s)
@@ -74,11 +81,9 @@ final class ProbeSocket {
 
     /// SO_BINDTODEVICE. The corresponding C call is `setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name, len)`.
     private func bind(device: String) -> Result<Void, ProbeFailure> {
-        var name = Array(device.utf8.prefix(Int(IFNAMSIZ) - 1))
-        name.append(0)
-        let r = name.withUnsafeBytes { setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0.baseAddress, socklen_t($0.count)) }
-        if r != 0 { return .failure(ProbeFailure("binding to \(device) (SO_BINDTODEVICE)", errno: errno)) }
-        return .success(())
+        let name = Array(device.utf8.prefix(Int(IFNAMSIZ) - 1)) + [0]
+        return name.withUnsafeBytes { Sys.setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, $0, path: device) }
+            .mapError { ProbeFailure("binding to \(device) (SO_BINDTODEVICE)", $0) }
     }
 
     static func sockaddr(_ address: IPAddress, port: Int, scope: Int) -> (storage: sockaddr_storage, length: socklen_t) {
@@ -88,14 +93,14 @@ final class ProbeSocket {
     /// `connect`; for a stream socket it is under way on return (EINPROGRESS), finish it with `finishConnect`.
     func connect(_ address: IPAddress, port: Int, scope: Int) -> Result<Bool, ProbeFailure> {
         var (ss, len) = Self.sockaddr(address, port: port, scope: scope)
-        while true {
-            let r = withUnsafePointer(to: &ss) {
-                $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) }
-            }
-            if r == 0 { return .success(true) }
-            if errno == EINTR { continue }
-            if errno == EINPROGRESS { return .success(false) }
-            return .failure(ProbeFailure("connect", errno: errno))
+        let r = withUnsafePointer(to: &ss) {
+            $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { Sys.connect(fd, $0, len, path: nil) }
+        }
+        switch r {
+        case .success: return .success(true)
+        // EINTR: the connect goes on in the kernel, as with EINPROGRESS; finishing it waits for its end.
+        case let .failure(e) where e.errno == EINPROGRESS || e.errno == EINTR: return .success(false)
+        case let .failure(e): return .failure(ProbeFailure(e))
         }
     }
 
@@ -112,22 +117,21 @@ final class ProbeSocket {
     /// `getsockopt(SO_ERROR)`.
     func finishConnect(_ deadline: Deadline) -> Result<Void, ProbeFailure> {
         if case let .failure(f) = wait(Int16(POLLOUT), deadline) { return .failure(f) }
-        var err: Int32 = 0
-        var len = socklen_t(MemoryLayout<Int32>.size)
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
-        return err == 0 ? .success(()) : .failure(ProbeFailure("connect", errno: err))
+        switch Sys.socketError(fd, path: nil) {
+        case .success(0): return .success(())
+        case let .success(err): return .failure(ProbeFailure("connect", errno: err))
+        case let .failure(e): return .failure(ProbeFailure(e))
+        }
     }
 
-    /// Waits for `events` until `deadline`, retrying EINTR. The corresponding C function is `poll`.
+    /// Waits for `events` until `deadline`.
     func wait(_ events: Int16, _ deadline: Deadline) -> Result<Void, ProbeFailure> {
-        var pfd = pollfd(fd: fd, events: events, revents: 0)
-        while true {
-            let ms = deadline.remainingMilliseconds
-            if ms == 0 { return .failure(.timedOut) }
-            let r = poll(&pfd, 1, ms)
-            if r > 0 { return .success(()) }
-            if r == 0 { return .failure(.timedOut) }
-            if errno != EINTR { return .failure(ProbeFailure("poll", errno: errno)) }
+        let ms = deadline.remainingMilliseconds
+        if ms == 0 { return .failure(.timedOut) }
+        switch Sys.poll(fd, events, timeoutMs: ms) {
+        case .success(0): return .failure(.timedOut)
+        case .success: return .success(())
+        case let .failure(e): return .failure(ProbeFailure(e))
         }
     }
 
@@ -135,28 +139,22 @@ final class ProbeSocket {
     func send(_ bytes: [UInt8], to: IPAddress? = nil, port: Int = 0, scope: Int = 0, _ deadline: Deadline) -> Result<Void, ProbeFailure> {
         var done = 0
         while done < bytes.count {
-            let n: Int
+            let sent: Result<Int, SystemError>
             if let to {
                 var (ss, len) = Self.sockaddr(to, port: port, scope: scope)
-                n = bytes[done...].withUnsafeBytes { b in
+                sent = bytes[done...].withUnsafeBytes { b in
                     withUnsafePointer(to: &ss) {
-                        $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) {
-                            sendto(fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL), $0, len)
-                        }
+                        $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { Sys.sendto(fd, b, to: $0, len, path: nil) }
                     }
                 }
             } else {
-                n = bytes[done...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                sent = bytes[done...].withUnsafeBytes { Sys.send(fd, $0, path: nil) }
             }
-            if n >= 0 {
-                done += n
-                continue
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK:
+            switch sent {
+            case let .success(n): done += n
+            case let .failure(e) where e.errno == EAGAIN || e.errno == EWOULDBLOCK:
                 if case let .failure(f) = wait(Int16(POLLOUT), deadline) { return .failure(f) }
-            default: return .failure(ProbeFailure("send", errno: errno))
+            case let .failure(e): return .failure(ProbeFailure("send", e))
             }
         }
         return .success(())
@@ -167,13 +165,11 @@ final class ProbeSocket {
     func receive(limit: Int, _ deadline: Deadline) -> Result<[UInt8], ProbeFailure> {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n >= 0 { return .success(Array(buffer[0..<n])) }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK:
+            switch buffer.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }) {
+            case let .success(n): return .success(Array(buffer[0..<n]))
+            case let .failure(e) where e.errno == EAGAIN || e.errno == EWOULDBLOCK:
                 if case let .failure(f) = wait(Int16(POLLIN), deadline) { return .failure(f) }
-            default: return .failure(ProbeFailure("recv", errno: errno))
+            case let .failure(e): return .failure(ProbeFailure(e))
             }
         }
     }

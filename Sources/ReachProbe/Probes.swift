@@ -3,6 +3,7 @@
 
 import Glibc
 import ReachCore
+import ReachSystem
 
 /// What the probes of one round share: the uplink's interface and the time each probe may take.
 struct ProbeContext: Sendable {
@@ -193,9 +194,8 @@ enum HTTPProbe {
 enum TCPCounters {
     static func bytesSent(_ socket: ProbeSocket) -> Int {
         var info = [UInt8](repeating: 0, count: 232)
-        var len = socklen_t(info.count)
-        let r = info.withUnsafeMutableBytes { getsockopt(socket.fd, Int32(IPPROTO_TCP), TCP_INFO, $0.baseAddress, &len) }
-        guard r == 0, let counters = TCPInfo(Array(info[..<min(Int(len), info.count)])) else { return 0 }
+        let read = info.withUnsafeMutableBytes { Sys.getsockopt(socket.fd, Int32(IPPROTO_TCP), TCP_INFO, into: $0, path: nil) }
+        guard case let .success(len) = read, let counters = TCPInfo(Array(info[..<min(len, info.count)])) else { return 0 }
         return counters.ipBytesSent(ipHeaderBytes: socket.ipHeaderBytes)
     }
 }

@@ -4,6 +4,7 @@
 
 import CNetlinkShims
 import Glibc
+import ReachSystem
 
 /// A netlink failure: either libnl's own (negative NLE_* codes) or the kernel's answer (an errno in NLMSG_ERROR).
 public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -76,9 +77,7 @@ final class RouteSocket {
             throw NetlinkError(.library(-r), call: "nl_connect(NETLINK_ROUTE)")
         }
         self.init(adopting: sk)
-        let (secs, attos) = receiveTimeout.components
-        var tv = timeval(tv_sec: Int(secs), tv_usec: Int(attos / 1_000_000_000_000))
-        _ = setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = Sys.setReceiveTimeout(nl_socket_get_fd(sk), receiveTimeout, path: nil)
     }
 
     /// Owns a connected socket (tests hand in one whose send and receive a scripted kernel answers).
@@ -94,8 +93,9 @@ final class RouteSocket {
     /// Turns NETLINK_GET_STRICT_CHK on or off: with it on, a dump request's header and attributes are filters the
     /// kernel applies (Linux 4.20+). False when the kernel refuses the option.
     func strictChecking(_ on: Bool) -> Bool {
-        var value: Int32 = on ? 1 : 0
-        return setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
+        let value: Int32 = on ? 1 : 0
+        if case .success = Sys.setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK, value, path: nil) { return true }
+        return false
     }
 
     deinit { nl_socket_free(sk) }

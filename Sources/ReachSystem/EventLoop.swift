@@ -91,7 +91,7 @@ public final class EventLoop: Sendable {
     }
 
     /// CLOCK_BOOTTIME in nanoseconds, the clock of every deadline.
-    public static func now() -> Int64 { Sys.boottimeNanoseconds() }
+    public static func now() -> Int64 { Sys.monotonicNanoseconds() }
 
     private struct Entry {
         /// -1: a deadline alone (a timer); it is removed once it fired.
@@ -224,7 +224,7 @@ public final class EventLoop: Sendable {
         if s.stopped { return .stopped }
         if s.running { return nil }
         let wake: (read: Int32, write: Int32)
-        switch Sys.pipe() {
+        switch Sys.pipe(nonBlocking: true) {
         case let .success(p): wake = p
         case let .failure(e): return .wakeUp(e)
         }

@@ -61,7 +61,7 @@ public enum SafeWrite {
     public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t) -> Result<Outcome, SystemError> {
         if let fd = ownDescriptor(path) {
             return Sys.fstat(fd, path: path).flatMap { st in
-                writeAll(fd, bytes, path: path).map { .inPlace(st.kind) }
+                Sys.writeAll(fd, bytes, path: path).map { .inPlace(st.kind) }
             }
         }
         let parent: Parent
@@ -82,7 +82,7 @@ public enum SafeWrite {
                 defer { Sys.close(fd) }
                 // A stream the caller asked for: block as a pipe normally does (the caller's reader sets the pace).
                 return Sys.setNonBlocking(fd, false, path: path)
-                    .flatMap { writeAll(fd, bytes, path: path) }
+                    .flatMap { Sys.writeAll(fd, bytes, path: path) }
                     .map { .inPlace(st.kind) }
             }
         }
@@ -213,7 +213,7 @@ public enum SafeWrite {
         }
         let tmpPath = "\(parentPath(path))/\(tmp)"
         let written = Sys.fchmod(fd, mode, path: tmpPath)
-            .flatMap { writeAll(fd, bytes, path: tmpPath) }
+            .flatMap { Sys.writeAll(fd, bytes, path: tmpPath) }
             .flatMap { Sys.fsync(fd, path: tmpPath) }
         let closed = Sys.close(fd, path: tmpPath)
         let result = written.flatMap { closed }.flatMap { Sys.renameat(parent.fd, tmp, parent.name, path: path) }
@@ -259,22 +259,6 @@ public enum SafeWrite {
                 return .success(fd)
             }.mapError { e in Sys.close(fd); return e }
         }
-    }
-
-    /// Writes all of `bytes`, continuing after short writes.
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) -> Result<Void, SystemError> {
-        var offset = 0
-        while offset < bytes.count {
-            let r = bytes.withUnsafeBytes { all in
-                Sys.write(fd, UnsafeRawBufferPointer(rebasing: all[offset...]), path: path)
-            }
-            switch r {
-            case let .success(n) where n > 0: offset += n
-            case .success: return .failure(SystemError("write", errno: EIO, path: path, detail: "the file took no bytes"))
-            case let .failure(e): return .failure(e)
-            }
-        }
-        return .success(())
     }
 
     /// `.NAME.XXXXXXXXXXXX.tmp`: hidden, not matching the target's suffix (node_exporter reads only *.prom), with 12

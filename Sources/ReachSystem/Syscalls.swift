@@ -102,10 +102,81 @@ public enum Sys {
         retrying("mkdir", path) { Glibc.mkdirat(dir, name, mode) }.map { _ in () }
     }
 
-    /// A second descriptor for the same open file (close-on-exec). The corresponding C function is `fcntl`
-    /// (F_DUPFD_CLOEXEC).
-    public static func dup(_ fd: Int32, path: String?) -> Result<Int32, SystemError> {
-        retrying("dup", path) { Glibc.fcntl(fd, F_DUPFD_CLOEXEC, 3) }
+    /// A second descriptor for the same open file (close-on-exec), numbered `minimum` or above. The corresponding C
+    /// function is `fcntl` (F_DUPFD_CLOEXEC).
+    public static func dup(_ fd: Int32, minimum: Int32 = 3, path: String?) -> Result<Int32, SystemError> {
+        retrying("dup", path) { Glibc.fcntl(fd, F_DUPFD_CLOEXEC, minimum) }
+    }
+
+    /// Sets FD_CLOEXEC on a descriptor made without it. The corresponding C function is `fcntl` (F_SETFD).
+    public static func setCloseOnExec(_ fd: Int32, path: String?) -> Result<Void, SystemError> {
+        retrying("fcntl", path) { Glibc.fcntl(fd, F_SETFD, FD_CLOEXEC) }.map { _ in () }
+    }
+
+    /// Grows (or shrinks) a pipe's buffer to at least `bytes` (the kernel rounds up to a power of two of pages, and
+    /// caps it at /proc/sys/fs/pipe-max-size for an unprivileged caller). The corresponding C function is `fcntl`
+    /// (F_SETPIPE_SZ, include/uapi/linux/fcntl.h: F_LINUX_SPECIFIC_BASE + 7, which Glibc's module hides).
+    public static func setPipeSize(_ fd: Int32, _ bytes: Int, path: String?) -> Result<Void, SystemError> {
+        let F_SETPIPE_SZ: Int32 = 1031
+        return retrying("fcntl", path) { Glibc.fcntl(fd, F_SETPIPE_SZ, Int32(clamping: bytes)) }.map { _ in () }
+    }
+
+    /// A pipe whose two ends are close-on-exec (and non-blocking too with `nonBlocking`). The corresponding C
+    /// function is `pipe2` (a GNU extension Glibc's module hides, looked up at run time; `pipe` and `fcntl` where it
+    /// is missing).
+    public static func pipe(nonBlocking: Bool = false) -> Result<(read: Int32, write: Int32), SystemError> {
+        var fds: [Int32] = [-1, -1]
+        let flags = O_CLOEXEC | (nonBlocking ? O_NONBLOCK : 0)
+        let made = retrying("pipe", nil) {
+            fds.withUnsafeMutableBufferPointer { fds in pipe2Function.map { $0(fds.baseAddress!, flags) } ?? Glibc.pipe(fds.baseAddress!) }
+        }
+        if case let .failure(e) = made { return .failure(e) }
+        if pipe2Function == nil {
+            for fd in fds {
+                let set = setCloseOnExec(fd, path: nil).flatMap { nonBlocking ? setNonBlocking(fd, true, path: nil) : .success(()) }
+                if case let .failure(e) = set {
+                    fds.forEach { close($0) }
+                    return .failure(e)
+                }
+            }
+        }
+        return .success((fds[0], fds[1]))
+    }
+
+    private static let pipe2Function: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32)? = symbol("pipe2")
+
+    /// Waits until one of `fds` is ready or `timeoutMs` passes (-1: no limit); the number of ready entries, 0 on
+    /// timeout. EINTR is retried with the same timeout: a caller with a deadline computes the next timeout from its
+    /// clock after every return anyway. The corresponding C function is `poll`.
+    public static func poll(_ fds: inout [pollfd], timeoutMs: Int32) -> Result<Int32, SystemError> {
+        let count = nfds_t(fds.count)
+        return fds.withUnsafeMutableBufferPointer { buffer in
+            retrying("poll", nil) { Glibc.poll(buffer.baseAddress, count, timeoutMs) }
+        }
+    }
+
+    /// Waits until `fd` is ready for `events` or `timeoutMs` passes: the events it reported (0 on timeout).
+    public static func poll(_ fd: Int32, _ events: Int16, timeoutMs: Int32) -> Result<Int16, SystemError> {
+        var fds = [pollfd(fd: fd, events: events, revents: 0)]
+        return poll(&fds, timeoutMs: timeoutMs).map { _ in fds[0].revents }
+    }
+
+    /// Writes all of `bytes`, continuing after short writes. A descriptor that takes no bytes fails with EIO.
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String?) -> Result<Void, SystemError> {
+        var offset = 0
+        while offset < bytes.count {
+            switch write(fd, UnsafeRawBufferPointer(rebasing: bytes[offset...]), path: path) {
+            case let .success(n) where n > 0: offset += n
+            case .success: return .failure(SystemError("write", errno: EIO, path: path, detail: "the file took no bytes"))
+            case let .failure(e): return .failure(e)
+            }
+        }
+        return .success(())
+    }
+
+    /// Writes all of `bytes`, continuing after short writes.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String?) -> Result<Void, SystemError> {
+        bytes.withUnsafeBytes { writeAll(fd, $0, path: path) }
     }
 
     /// Sets or clears O_NONBLOCK on an open file. The corresponding C function is `fcntl` (F_GETFL, F_SETFL).

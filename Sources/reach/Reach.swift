@@ -5,6 +5,7 @@
 import GatewayReach
 import Glibc
 import ReachCommandLine
+import ReachSystem
 
 /// A `reach` subcommand: its options, how parsed arguments become a command (usage errors exit 64), and its run,
 /// which returns the exit status.
@@ -140,13 +141,7 @@ func outputPath(_ text: String, option: String) throws(UsageError) -> String {
     return path
 }
 
-/// Writes a line to standard error, whole (retrying EINTR and short writes).
+/// Writes a line to standard error, whole (short writes continued).
 func printError(_ text: String) {
-    var bytes = Array((text + "\n").utf8)[...]
-    while !bytes.isEmpty {
-        let n = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        bytes = bytes.dropFirst(n)
-    }
+    _ = Sys.writeAll(2, Array((text + "\n").utf8), path: nil)
 }

@@ -57,6 +57,20 @@ import Testing
         for c in checks where c.status == .fail || c.status == .warn { #expect(c.hint != nil, "\(c.id) has no hint") }
     }
 
+    /// The agent check warns of a refusing or stale agent by the kind of trouble AgentClient found, never by words in
+    /// the detail: a detail that mentions "stale" or "TooManyClients" without the trouble is no warning.
+    @Test(arguments: [
+        (Readings.AgentTrouble?.some(.tooManyClients), "the agent refused: too many connections", CheckStatus.warn),
+        (.stale, "the agent's state is 400 s old", .warn),
+        (nil, "no agent answers on /run/reach/api: No such file or directory", .skip),
+        (nil, "the agent on /run/stale/api answered TooManyClients", .skip),
+    ])
+    func agentCheckGoesByTheTrouble(trouble: Readings.AgentTrouble?, detail: String, status: CheckStatus) {
+        let check = Diagnostics.agentCheck(Readings(origin: .direct, detail: detail, trouble: trouble), nil)
+        #expect(check.status == status)
+        #expect((check.hint != nil) == (status == .warn))
+    }
+
     @Test func deniedNamesTheRejectCause() {
         var m = Self.modem(registration: .denied)
         m.rejectCause = 3

@@ -11,6 +11,7 @@
 // After a run that cleaned up after itself it finds nothing and exits.
 
 import Foundation
+import ReachSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -55,33 +56,31 @@ public final class Janitor: Sendable {
 
         Spawned.spawnLock.lock()
         defer { Spawned.spawnLock.unlock() }
-        guard pipe(&fds) == 0 else { throw TestFailure("janitor pipe: \(String(cString: strerror(errno)))") }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        switch Sys.pipe() {
+        case let .success(p): fds = [p.read, p.write]
+        case let .failure(e): throw TestFailure("janitor \(e)")
+        }
         // A group of its own (spawnClean): Ctrl-C on the test run must not end the janitor before it has done its
         // work.
-        defer { close(fds[0]) }
+        defer { Sys.close(fds[0]) }
         do {
-            pid = try Spawned.spawnClean("/bin/sh", argv: argv, environment: env) { actions in
-                posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
-                posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-                posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-            }
+            pid = try Spawned.spawnClean(
+                "/bin/sh", argv: argv, environment: env, actions: [.dup2(from: fds[0], to: 0), .null(1), .null(2)])
         } catch {
-            close(fds[1])
+            Sys.close(fds[1])
             throw error
         }
         writeEnd = fds[1]
     }
 
     /// Lets the janitor do its work now, as if this process had ended (for the janitor's own test).
-    public func dismiss() { close(writeEnd) }
+    public func dismiss() { Sys.close(writeEnd) }
 
     /// After `dismiss()`: whether the janitor finished within `timeout` seconds (and is reaped).
     public func finished(timeout: Double) async -> Bool {
         await TestSupport.eventually(timeout: timeout, every: 0.05) {
-            var status: Int32 = 0
-            return waitpid(pid, &status, WNOHANG) == pid
+            if case .success(.some) = Sys.waitpid(pid, block: false) { return true }
+            return false
         }
     }
 }

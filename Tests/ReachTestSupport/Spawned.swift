@@ -7,6 +7,7 @@
 // with waitpid(WNOHANG) against a deadline, so no wait can last forever.
 
 import Foundation
+import ReachSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -93,52 +94,46 @@ public final class Spawned: @unchecked Sendable {
         // Fds only the child needs, closed here after the spawn. Our ends belong to their ChildOutput from the
         // start (it closes them, also when this initialiser throws).
         var childEnds: [Int32] = []
-        defer { childEnds.forEach { close($0) } }
-        func fail(_ what: String) -> TestFailure {
-            TestFailure("\(what) for \(program): \(String(cString: strerror(errno)))")
-        }
+        defer { childEnds.forEach { Sys.close($0) } }
 
         var outputs: [ChildOutput?] = []
-        let pid = try Self.spawnClean(path, argv: argv, environment: env) { actions in
-            switch stdin {
+        var actions: [Spawn.FileAction] = []
+        switch stdin {
             case .null:
-                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+                actions.append(.null(0))
             case let .text(text):
                 let fd = try Self.anonymousFile()
                 childEnds.append(fd)
-                let bytes = Array(text.utf8)
-                var done = 0
-                while done < bytes.count {
-                    let n = bytes[done...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                    guard n > 0 else { throw fail("writing standard input") }
-                    done += n
+                if case let .failure(e) = Sys.writeAll(fd, Array(text.utf8), path: nil) {
+                    throw TestFailure("writing standard input for \(program): \(e)")
                 }
                 lseek(fd, 0, SEEK_SET)
-                posix_spawn_file_actions_adddup2(&actions, fd, 0)
+                actions.append(.dup2(from: fd, to: 0))
             }
             for (target, output) in [(Int32(1), stdout), (Int32(2), stderr)] {
                 switch output {
                 case .null:
-                    posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+                    actions.append(.null(target))
                     outputs.append(nil)
                 case let .file(file):
-                    posix_spawn_file_actions_addopen(&actions, target, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                    actions.append(.open(target, path: file, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644))
                     outputs.append(nil)
                 case .pipe:
-                    var fds: [Int32] = [-1, -1]
-                    guard pipe(&fds) == 0 else { throw fail("pipe") }
-                    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-                    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
-                    childEnds.append(fds[1])
-                    posix_spawn_file_actions_adddup2(&actions, fds[1], target)
-                    outputs.append(ChildOutput(fd: fds[0], isPipe: true))
+                    let fds: (read: Int32, write: Int32)
+                    switch Sys.pipe() {
+                    case let .success(p): fds = p
+                    case let .failure(e): throw TestFailure("\(e) for \(program)")
+                    }
+                    childEnds.append(fds.write)
+                    actions.append(.dup2(from: fds.write, to: target))
+                    outputs.append(ChildOutput(fd: fds.read, isPipe: true))
                 case .capture:
                     let fd = try Self.anonymousFile()
-                    posix_spawn_file_actions_adddup2(&actions, fd, target)
+                    actions.append(.dup2(from: fd, to: target))
                     outputs.append(ChildOutput(fd: fd, isPipe: false))
                 }
             }
-        }
+        let pid = try Self.spawnClean(path, argv: argv, environment: env, actions: actions)
         spawned = true
         self.pid = pid
         self.started = .now
@@ -152,45 +147,21 @@ public final class Spawned: @unchecked Sendable {
         if exitStatus == nil { _ = stop(grace: 0) }
     }
 
-    /// posix_spawn for a test child: a process group of its own, an empty signal mask and default dispositions (a
-    /// test process's threads block signals, and a child that inherited that could not be stopped with SIGTERM).
-    /// `fileActions` sets up the child's descriptors. The caller holds `spawnLock`. Returns the child's pid.
-    static func spawnClean(
-        _ path: String, argv: [String], environment: [String],
-        fileActions: (inout posix_spawn_file_actions_t) throws -> Void
-    ) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        try fileActions(&actions)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-        let cArgs = argv.map { strdup($0) } + [nil]
-        let cEnv = environment.map { strdup($0) } + [nil]
-        defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
+    /// ReachSystem's Spawn for a test child: a process group of its own, an empty signal mask and default
+    /// dispositions (a test process's threads block signals, and a child that inherited that could not be stopped
+    /// with SIGTERM), `actions` for its descriptors and none of ours beyond them. The caller holds `spawnLock`.
+    /// Returns the child's pid.
+    static func spawnClean(_ path: String, argv: [String], environment: [String], actions: [Spawn.FileAction]) throws -> pid_t {
+        switch Spawn.posix_spawn(path, argv: argv, environment: environment, actions: actions, flags: [.cleanSignals, .newProcessGroup]) {
+        case let .success(pid): return pid
+        case let .failure(e): throw TestFailure("\(e)")
         }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, cArgs, cEnv)
-        guard rc == 0 else { throw TestFailure("posix_spawn \(path): \(String(cString: strerror(rc)))") }
-        return pid
     }
 
     /// Sends `sig` to the child's process group (the child and whatever it started), while it has not been reaped.
     public func signal(_ sig: Int32) {
         guard exitStatus == nil else { return }
-        kill(-pid, sig)
+        Sys.kill(-pid, sig)
     }
 
     public var isRunning: Bool { exitStatus == nil }
@@ -199,12 +170,12 @@ public final class Spawned: @unchecked Sendable {
     public var exitStatus: Int32? {
         let (status, lease) = state.withLock { s -> (Int32?, ChildSlots.Lease?) in
             if let e = s.exit { return (e, nil) }
-            var raw: Int32 = 0
-            var r: pid_t
-            repeat { r = waitpid(pid, &raw, WNOHANG) } while r == -1 && errno == EINTR
-            if r == 0 { return (nil, nil) }
-            // r == -1 (ECHILD): reaped elsewhere or SIGCHLD ignored; it is gone in any case.
-            s.exit = r == pid ? Self.decode(raw) : -1
+            switch Sys.waitpid(pid, block: false) {
+            case .success(nil): return (nil, nil)
+            case let .success(status?): s.exit = status.shellStatus
+            // ECHILD: reaped elsewhere or SIGCHLD ignored; it is gone in any case.
+            case .failure: s.exit = -1
+            }
             defer { s.lease = nil }
             return (s.exit, s.lease)
         }
@@ -216,12 +187,11 @@ public final class Spawned: @unchecked Sendable {
     @available(*, noasync, message: "await the async wait(timeout:)")
     public func wait(timeout: Double) -> Int32? {
         let deadline = ContinuousClock.now + .seconds(timeout)
-        var pause = 1_000
         while true {
             if let s = exitStatus { return s }
-            if ContinuousClock.now >= deadline { return nil }
-            usleep(UInt32(pause))
-            pause = min(pause * 2, 10_000)
+            let left = ContinuousClock.now.duration(to: deadline)
+            if left <= .zero { return nil }
+            Sys.waitForExit(pid, timeout: left)
         }
     }
 
@@ -233,7 +203,7 @@ public final class Spawned: @unchecked Sendable {
             if let s = exitStatus { return s }
             if ContinuousClock.now >= deadline { return nil }
             // A cancelled task cannot sleep; it waits the pause out on its thread rather than spin.
-            do { try await Task.sleep(for: .milliseconds(pause)) } catch { usleep(UInt32(pause) * 1000) }
+            do { try await Task.sleep(for: .milliseconds(pause)) } catch { Sys.nanosleep(.milliseconds(pause)) }
             pause = min(pause * 2, 10)
         }
     }
@@ -262,7 +232,7 @@ public final class Spawned: @unchecked Sendable {
 
     /// Kills what is left of the group once its leader is gone (a program it started in the background).
     private func sweep(_ status: Int32) -> Int32 {
-        if kill(-pid, 0) == 0 { kill(-pid, SIGKILL) }
+        if case .success = Sys.kill(-pid, 0) { Sys.kill(-pid, SIGKILL) }
         return status
     }
 
@@ -292,11 +262,6 @@ public final class Spawned: @unchecked Sendable {
 
     /// What the child wrote on standard error, when captured, for failure messages.
     public var errorText: String { stderr?.text ?? "" }
-
-    static func decode(_ raw: Int32) -> Int32 {
-        let signal = raw & 0x7F
-        return signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
-    }
 
     /// An open, already unlinked temporary file (read and write, close-on-exec).
     static func anonymousFile() throws -> Int32 {

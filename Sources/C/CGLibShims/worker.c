@@ -2,44 +2,13 @@
 #include "CGLibShims_worker.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-int CGLibShims_worker_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid) {
-    if (channel <= 3)
-        return EINVAL;
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    int rc = posix_spawn_file_actions_init(&actions);
-    if (rc != 0)
-        return rc;
-    rc = posix_spawnattr_init(&attr);
-    if (rc != 0) {
-        posix_spawn_file_actions_destroy(&actions);
-        return rc;
-    }
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    if ((rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
-        (rc = posix_spawn_file_actions_adddup2(&actions, 2, 1)) == 0 &&
-        (rc = posix_spawn_file_actions_adddup2(&actions, channel, 3)) == 0 &&
-        (rc = posix_spawn_file_actions_addclosefrom_np(&actions, 4)) == 0 &&
-        (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
-        (rc = posix_spawnattr_setsigdefault(&attr, &all)) == 0 &&
-        (rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0)
-        rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-    return rc;
-}
 
 int CGLibShims_worker_confine(CGLibShims_confine_step *step) {
     *step = CGLibShims_confine_ok;

@@ -55,7 +55,7 @@ extension Reach {
             let bundleToStdout = bundle.map(SupportBundle.isStandardOutput) ?? false
             let fd: Int32 = bundleToStdout ? 2 : 1
             let colour = DiagReport.colour(
-                terminal: isatty(fd) == 1, noColor: getenv("NO_COLOR").map { String(cString: $0) },
+                terminal: Sys.isatty(fd), noColor: getenv("NO_COLOR").map { String(cString: $0) },
                 term: getenv("TERM").map { String(cString: $0) })
             let out = json ? report.json(showIdentifiers: showIdentifiers).serialized() : report.text(colour: colour)
             if bundleToStdout { printError(out) } else { print(out) }

@@ -63,7 +63,7 @@ extension Reach {
 
         func run() async -> Int32 {
             guard let cfg = sources.configuration() else { return ExitStatus.config }
-            let live = !json && !plain && isatty(1) == 1
+            let live = !json && !plain && Sys.isatty(1)
             // Log records would scribble over the screen: on a terminal the view itself shows each modem's error.
             let logger = live ? Logger.discarding(label: "reach") : bootstrapLogging(.error).0
             let period = Duration.seconds(interval)
@@ -161,19 +161,9 @@ final class LastModel: Sendable {
     func withLock<T>(_ body: (inout LiveSignalModel?) -> T) -> T { model.withLock { body(&$0) } }
 }
 
-/// Writes a line to standard output, whole (one write(2) where it fits, EINTR retried).
+/// Writes a line to standard output, whole (one write(2) where it fits).
 func writeLine(_ text: String) {
-    writeAll(1, Array((text + "\n").utf8))
-}
-
-func writeAll(_ fd: Int32, _ data: [UInt8]) {
-    var bytes = data[...]
-    while !bytes.isEmpty {
-        let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        bytes = bytes.dropFirst(n)
-    }
+    _ = Sys.writeAll(1, Array((text + "\n").utf8), path: nil)
 }
 
 /// The terminal while the live view runs: the alternate screen (so the shell's screen comes back untouched) with
@@ -187,32 +177,27 @@ final class LiveTerminal: Sendable {
     /// The view's width: the terminal's, at most 80 columns.
     var width: Int { min(80, size().columns) }
 
-    func size() -> (rows: Int, columns: Int) {
-        var w = winsize()
-        guard ioctl(1, UInt(TIOCGWINSZ), &w) == 0, w.ws_col > 0, w.ws_row > 0 else { return (24, 80) }
-        return (Int(w.ws_row), Int(w.ws_col))
-    }
+    func size() -> (rows: Int, columns: Int) { Sys.windowSize(1) ?? (24, 80) }
 
     /// Whether keys are read: standard input is a terminal.
-    let readsKeys = isatty(0) == 1
+    let readsKeys = Sys.isatty(0)
 
     func enter() {
         if readsKeys {
             // Non-canonical without echo: a key arrives as it is pressed (termios(3)); the settings before are kept
             // for `leave` and the SIGTSTP handler.
-            var settings = termios()
-            if tcgetattr(0, &settings) == 0 {
+            if case var .success(settings) = Sys.tcgetattr(0) {
                 savedTerminalSettings = settings
                 settings.c_lflag &= ~tcflag_t(ICANON | ECHO)
                 withUnsafeMutableBytes(of: &settings.c_cc) { cc in
                     cc[Int(VMIN)] = 1
                     cc[Int(VTIME)] = 0
                 }
-                tcsetattr(0, TCSANOW, &settings)
+                Sys.tcsetattr(0, settings)
             }
         }
-        writeAll(1, Array(Self.enterSequence.utf8))
-        signal(SIGTSTP, liveTerminalStop)
+        _ = Sys.writeAll(1, Array(Self.enterSequence.utf8), path: nil)
+        Sys.signal(SIGTSTP, .handler(liveTerminalStop))
     }
 
     /// Returns when `q` (or `Q`) is pressed, or when cancelled. Standard input is polled without blocking between
@@ -221,14 +206,14 @@ final class LiveTerminal: Sendable {
         var ended = false
         while !Task.isCancelled {
             if !ended {
-                var p = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-                if poll(&p, 1, 0) > 0 {
+                if case let .success(events) = Sys.poll(0, Int16(POLLIN), timeoutMs: 0), events != 0 {
                     var buffer = [UInt8](repeating: 0, count: 64)
-                    let n = buffer.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
-                    if n > 0, buffer.prefix(n).contains(where: { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") }) {
-                        return
+                    switch buffer.withUnsafeMutableBytes({ Sys.read(0, into: $0, path: nil) }) {
+                    case let .success(n) where n > 0:
+                        if buffer.prefix(n).contains(where: { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") }) { return }
+                    case let .failure(e) where e.errno == EAGAIN: break
+                    default: ended = true
                     }
-                    if n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) { ended = true }
                 }
             }
             try? await Task.sleep(for: .milliseconds(ended ? 1000 : 50))
@@ -240,13 +225,13 @@ final class LiveTerminal: Sendable {
         let rows = size().rows
         let shown = lines.prefix(rows)
         let text = "\u{1B}[H" + shown.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\u{1B}[J"
-        writeAll(1, Array(text.utf8))
+        _ = Sys.writeAll(1, Array(text.utf8), path: nil)
     }
 
     func leave() {
-        signal(SIGTSTP, SIG_DFL)
-        if var settings = savedTerminalSettings { tcsetattr(0, TCSANOW, &settings) }
-        writeAll(1, Array(Self.leaveSequence.utf8))
+        Sys.signal(SIGTSTP, .default)
+        if let settings = savedTerminalSettings { Sys.tcsetattr(0, settings) }
+        _ = Sys.writeAll(1, Array(Self.leaveSequence.utf8), path: nil)
     }
 }
 
@@ -255,12 +240,13 @@ final class LiveTerminal: Sendable {
 nonisolated(unsafe) private var savedTerminalSettings: termios?
 
 /// SIGTSTP (Ctrl-Z): show the cursor, leave the alternate screen and give the shell its terminal settings back, then
-/// stop as the default action would. Only async-signal-safe calls (write, tcsetattr, signal, raise); SIGCONT brings
-/// the view back (Signal.run).
+/// stop as the default action would. Only async-signal-safe calls (write, tcsetattr, signal, raise), made directly:
+/// ReachSystem's wrappers may build an error value, which a signal handler must not; SIGCONT brings the view back
+/// (Signal.run).
 private let liveTerminalStop: @convention(c) (Int32) -> Void = { _ in
     let restore: StaticString = "\u{1B}[?25h\u{1B}[?1049l"
-    restore.withUTF8Buffer { _ = Glibc.write(1, $0.baseAddress, $0.count) }
-    if var settings = savedTerminalSettings { tcsetattr(0, TCSANOW, &settings) }
-    signal(SIGTSTP, SIG_DFL)
+    restore.withUTF8Buffer { _ = Glibc.write(1, $0.baseAddress, $0.count) }  // syscall-direct: in a signal handler
+    if var settings = savedTerminalSettings { Glibc.tcsetattr(0, TCSANOW, &settings) }  // syscall-direct: in a signal handler
+    Glibc.signal(SIGTSTP, SIG_DFL)  // syscall-direct: in a signal handler
     raise(SIGTSTP)
 }

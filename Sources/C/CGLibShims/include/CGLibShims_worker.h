@@ -1,14 +1,8 @@
 // Process calls for the modem worker (ReachModem's ModemWorker) that the Swift importer cannot reach: prctl(2) and
-// capset(2) are variadic or not in glibc's headers, posix_spawn_file_actions_addclosefrom_np is a GNU extension.
+// capset(2) are variadic or not in glibc's headers. The worker is started by ReachSystem's Spawn.
 #ifndef CGLIBSHIMS_WORKER_H
 #define CGLIBSHIMS_WORKER_H
 #include <sys/types.h>
-
-/// posix_spawn(3) of `path` for a modem worker: `channel` becomes the child's fd 3, standard input is /dev/null,
-/// standard output goes to the parent's standard error (nothing the worker prints can reach a `reach status --json`
-/// answer), every other descriptor is closed (posix_spawn_file_actions_addclosefrom_np), signal dispositions are
-/// reset and the signal mask is empty. `channel` must not be 0-3. Returns 0 and sets `*pid`, or an errno value.
-int CGLibShims_worker_spawn(const char *path, char *const argv[], char *const envp[], int channel, pid_t *pid);
 
 /// Which step of `CGLibShims_worker_confine` failed.
 typedef enum {
