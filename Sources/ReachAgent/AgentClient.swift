@@ -85,43 +85,50 @@ public enum AgentClient {
 
     /// The agent's first message on a GetStatus call: a reply or an error.
     static func getStatusMessage(socketPath: String, timeoutMS: Int32) -> Result<JSON, SystemError> {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return .failure(SystemError("socket", errno: errno)) }
-        defer { close(fd) }
-        let rc = ListeningSocket.withAddress(socketPath) { connect(fd, $0, $1) }
-        if rc != 0 {
-            guard errno == EINPROGRESS || errno == EAGAIN else { return .failure(SystemError("connect", errno: errno, path: socketPath)) }
-            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            guard poll(&p, 1, timeoutMS) == 1 else {
+        let fd: Int32
+        switch Sys.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), nonBlocking: true, path: socketPath) {
+        case let .success(s): fd = s
+        case let .failure(e): return .failure(e)
+        }
+        defer { Sys.close(fd) }
+        switch ListeningSocket.withAddress(socketPath, { Sys.connect(fd, $0, $1, path: socketPath) }) {
+        case .success: break
+        case let .failure(e) where e.errno == EINPROGRESS || e.errno == EAGAIN:
+            guard case let .success(ready) = Sys.poll(fd, Int16(POLLOUT), timeoutMs: timeoutMS), ready != 0 else {
                 return .failure(SystemError("connect", errno: ETIMEDOUT, path: socketPath, detail: "the agent did not accept within \(timeoutMS) ms"))
             }
+        case let .failure(e): return .failure(e)
         }
         let request = Array(#"{"method":"org.gatewayreach.Reach.GetStatus","parameters":{}}"#.utf8) + [0]
         var sent = 0
-        while sent < request.count {
-            let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { sent += n; continue }
+        sending: while sent < request.count {
+            switch request[sent...].withUnsafeBytes({ Sys.send(fd, $0, path: socketPath) }) {
+            case let .success(n) where n > 0: sent += n; continue
             // An agent that refused the connection has sent its error and closed before the call arrived: the error
             // is still to be read.
-            if n < 0 && (errno == EPIPE || errno == ECONNRESET) { break }
-            guard n < 0 && (errno == EAGAIN || errno == EINTR) else { return .failure(SystemError("send", errno: errno, path: socketPath)) }
-            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            guard poll(&p, 1, timeoutMS) == 1 else { return .failure(SystemError("send", errno: ETIMEDOUT, path: socketPath)) }
+            case let .failure(e) where e.errno == EPIPE || e.errno == ECONNRESET: break sending
+            case let .failure(e) where e.errno != EAGAIN: return .failure(e)
+            case .success: return .failure(SystemError("send", errno: EIO, path: socketPath, detail: "the socket took no bytes"))
+            case .failure: break  // EAGAIN: wait until it takes more
+            }
+            guard case let .success(ready) = Sys.poll(fd, Int16(POLLOUT), timeoutMs: timeoutMS), ready != 0 else {
+                return .failure(SystemError("send", errno: ETIMEDOUT, path: socketPath))
+            }
         }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         let limit = 16 << 20
         while !reply.contains(0) {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, timeoutMS) == 1 else {
+            guard case let .success(ready) = Sys.poll(fd, Int16(POLLIN), timeoutMs: timeoutMS), ready != 0 else {
                 return .failure(SystemError("recv", errno: ETIMEDOUT, path: socketPath, detail: "the agent did not answer within \(timeoutMS) ms"))
             }
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { return .failure(SystemError("recv", errno: ECONNRESET, path: socketPath, detail: "the agent closed the connection")) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EINTR { continue }
-                return .failure(SystemError("recv", errno: errno, path: socketPath))
+            let n: Int
+            switch buffer.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: socketPath) }) {
+            case let .success(count): n = count
+            case let .failure(e) where e.errno == EAGAIN: continue
+            case let .failure(e): return .failure(e)
             }
+            if n == 0 { return .failure(SystemError("recv", errno: ECONNRESET, path: socketPath, detail: "the agent closed the connection")) }
             reply += buffer[0..<n]
             if reply.count > limit { return .failure(SystemError("recv", errno: EFBIG, path: socketPath, detail: "a reply over 16 MiB")) }
         }

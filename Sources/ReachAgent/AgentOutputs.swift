@@ -150,12 +150,6 @@ public final class AgentOutputs: Sendable {
     }
 }
 
-func threadCPUNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-}
-
 /// Who is answering: the `agent` object's fixed part.
 struct AgentIdentity: Sendable {
     var pid = getpid()

@@ -124,11 +124,11 @@ public final class HookRunner: Sendable {
     public func stop(timeoutMS: Int64 = 1000) {
         mailbox.withLock { $0.stopping = true }
         let group = running.withLock { $0 }
-        if group > 0 { kill(-group, SIGTERM) }
+        if group > 0 { Sys.kill(-group, SIGTERM) }
         let deadline = monotonicMilliseconds() + timeoutMS
-        while mailbox.withLock({ $0.working }) && monotonicMilliseconds() < deadline { usleep(2000) }
+        while mailbox.withLock({ $0.working }) && monotonicMilliseconds() < deadline { Sys.nanosleep(.milliseconds(2)) }
         let left = running.withLock { $0 }
-        if left > 0 { kill(-left, SIGKILL) }
+        if left > 0 { Sys.kill(-left, SIGKILL) }
     }
 
     /// The worker thread: runs the hooks for the waiting event until none waits (or the runner stops), then ends.
@@ -308,15 +308,13 @@ public final class HookRunner: Sendable {
         var readOpen = true
         func drain() {
             while readOpen {
-                let n = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
-                if n > 0 {
+                switch buffer.withUnsafeMutableBytes({ Sys.read(readFD, into: $0, path: nil) }) {
+                case let .success(n) where n > 0:
                     let room = max(0, settings.outputLimit - kept.count)
                     kept += buffer[0..<min(n, room)]
                     dropped += n - min(n, room)
-                } else if n == 0 {
-                    readOpen = false
-                } else {
-                    if errno != EINTR { break }
+                case .success: readOpen = false
+                case .failure: return  // EAGAIN: nothing more for now (EINTR is retried by Sys.read)
                 }
             }
         }
@@ -329,32 +327,33 @@ public final class HookRunner: Sendable {
         while true {
             let now = monotonicMilliseconds()
             if status == nil {
-                var raw: Int32 = 0
-                let r = waitpid(pid, &raw, WNOHANG)
-                if r == pid {
-                    status = raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+                switch Sys.waitpid(pid, block: false) {
+                case let .success(ended?):
+                    status = ended.shellStatus
                     exitedAt = now
-                } else if r < 0 && errno != EINTR {
+                case .success(nil): break
+                case .failure:
                     status = -1
                     exitedAt = now
                 }
             }
             if status == nil {
                 if signalled == 0 && now - start >= timeout {
-                    kill(-pid, SIGTERM)
+                    Sys.kill(-pid, SIGTERM)
                     signalled = 1
                 } else if signalled == 1 && now - start >= timeout + grace {
-                    kill(-pid, SIGKILL)
+                    Sys.kill(-pid, SIGKILL)
                     signalled = 2
                 }
             } else {
                 // Done: whatever it started in its group goes too when it timed out; its stderr is read a little longer
                 // (a child still holding it open must not keep us here).
-                if signalled > 0 { kill(-pid, SIGKILL) }
+                if signalled > 0 { Sys.kill(-pid, SIGKILL) }
                 if !readOpen || now - exitedAt > 100 { break }
             }
-            var p = pollfd(fd: readFD, events: Int16(POLLIN), revents: 0)
-            _ = poll(&p, readOpen ? 1 : 0, 20)
+            // Wakes for the hook's output, else every 20 ms to look at its exit and the time limits; with its stderr
+            // closed, only the 20 ms.
+            if readOpen { _ = Sys.poll(readFD, Int16(POLLIN), timeoutMs: 20) } else { Sys.nanosleep(.milliseconds(20)) }
             drain()
         }
         return .success(Outcome(status: status ?? -1, timedOut: signalled > 0, output: kept, droppedBytes: dropped))

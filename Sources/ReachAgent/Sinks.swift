@@ -12,6 +12,7 @@
 
 import GatewayReach
 import ReachLog
+import ReachSystem
 import Synchronization
 
 /// Where lines go besides the report log: `reach watch` prints them, tests collect them. Called on the report sink's
@@ -114,11 +115,11 @@ public final class ReportSink: AgentSink {
             // assembled on the event to now, when the line is in the log (a loaded machine's scheduling included);
             // then the CPU time of the hand-over to everything after the log.
             let delay = e.kind == .change ? Int64(e.snapshot.time.seconds(until: .now()) * 1e9) : 0
-            let t0 = threadCPUNanoseconds()
+            let t0 = Sys.threadCPUNanoseconds()
             let written = WrittenLine(type: e.kind, seq: seq, line: line, snapshot: e.snapshot, change: e.change)
             for f in followers.withLock({ Array($0.values) }) { f.post(written) }
             onLine?(e.kind, line, e.snapshot, e.change)
-            let handoff = threadCPUNanoseconds() - t0
+            let handoff = Sys.threadCPUNanoseconds() - t0
             timingBox.withLock { t in
                 t.handoffMaxNanos = max(t.handoffMaxNanos, handoff)
                 t.changeDelayMaxNanos = max(t.changeDelayMaxNanos, delay)

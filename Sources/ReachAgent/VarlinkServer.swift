@@ -210,19 +210,22 @@ public final class VarlinkServer: Sendable {
     /// and SO_PEERGROUPS (Linux 4.13; without it the primary group alone). nil when the kernel gives none.
     static func credentials(_ fd: Int32) -> (uid: UInt32, gids: [UInt32])? {
         var cred: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout.size(ofValue: cred))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, Int(length) == MemoryLayout.size(ofValue: cred)
+        let credSize = MemoryLayout.size(ofValue: cred)
+        guard case .success(credSize) = withUnsafeMutableBytes(of: &cred, { Sys.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, into: $0, path: nil) })
         else { return nil }
-        var gids = [UInt32](repeating: 0, count: 64)
-        var size = socklen_t(gids.count * 4)
-        var rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &gids, &size)
-        if rc != 0 && errno == ERANGE {
-            // A peer in more than 64 groups: the kernel said how many bytes it needs.
-            gids = [UInt32](repeating: 0, count: Int(size) / 4)
-            rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, &gids, &size)
+        func groups(_ count: Int) -> Result<[UInt32], SystemError> {
+            var gids = [UInt32](repeating: 0, count: count)
+            return gids.withUnsafeMutableBytes { Sys.getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, into: $0, path: nil) }
+                .map { Array(gids.prefix($0 / 4)) }
         }
-        if rc != 0 { size = 0 }
-        return (cred.uid, [cred.gid] + gids.prefix(Int(size) / 4))
+        var gids: [UInt32]
+        switch groups(64) {
+        case let .success(g): gids = g
+        // A peer in more than 64 groups: asked again with room for NGROUPS_MAX (65536), the most a process can have.
+        case let .failure(e) where e.errno == ERANGE: gids = (try? groups(65536).get()) ?? []
+        case .failure: gids = []
+        }
+        return (cred.uid, [cred.gid] + gids)
     }
 
     /// A client's connection. @unchecked: touched only on the loop's thread.
@@ -344,8 +347,7 @@ public final class VarlinkServer: Sendable {
         guard !session.closed else { return }
         let now = Self.nowMS()
         while true {
-            let fd = accept(socket.fd, nil, nil)
-            if fd < 0 { break }
+            guard case let .success(fd) = Sys.accept(socket.fd, path: socket.path) else { break }
             admit(fd, &session.connections, &session.refusals, &session.buffer, state: session.state, now: now)
             guard let c = session.connections.clients[fd] else { continue }
             do {
@@ -432,11 +434,8 @@ public final class VarlinkServer: Sendable {
         _ fd: Int32, _ connections: inout Connections, _ refusals: inout RefusalLog, _ buffer: inout [UInt8],
         state: String, now: Int64
     ) {
-        // accept(2)'s descriptor inherits neither flag from the listening socket.
-        _ = Sys.setCloseOnExec(fd, path: socket.path)
-        _ = Sys.setNonBlocking(fd, true, path: socket.path)
-        var size = limits.sendBuffer
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        // Sys.accept made it close-on-exec and non-blocking (accept(2)'s descriptor inherits neither flag).
+        _ = Sys.setsockopt(fd, SOL_SOCKET, SO_SNDBUF, Int32(limits.sendBuffer), path: socket.path)
         guard let peer = Self.credentials(fd) else {
             // Not reached on a Unix socket (the kernel records every connecting peer's credentials).
             logger.warning("Varlink connection refused: the kernel gave no peer credentials", metadata: ["errno": "\(errno)"])
@@ -457,7 +456,7 @@ public final class VarlinkServer: Sendable {
         }
         let limit = limits.admission.limit(refusal)
         let reply = error("org.gatewayreach.Reach.TooManyClients", ["limit": .int(limit), "uid": .int(Int(peer.uid))])
-        _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        _ = reply.withUnsafeBytes { Sys.send(fd, $0, flags: Int32(MSG_DONTWAIT), path: socket.path) }
         Sys.close(fd)
         statsBox.withLock { $0.refused += 1 }
         if let quiet = refusals.shouldLog(uid: peer.uid, now: now) {
@@ -503,13 +502,16 @@ public final class VarlinkServer: Sendable {
         var taken = 0
         // At most a few requests' worth per round, so one client that never stops sending cannot hold the thread.
         while taken <= 4 * limits.maxRequest {
-            let n = buffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let n: Int
+            switch buffer.withUnsafeMutableBytes({ Sys.recv(c.fd, into: $0, flags: Int32(MSG_DONTWAIT), path: nil) }) {
+            case let .success(count): n = count
+            case let .failure(e): return e.errno == EAGAIN
+            }
             if n == 0 {
                 // The client shut its sending side (or left): what it asked for is still answered, then it is closed.
                 c.closeWhenFlushed = true
                 return c.pending > 0
             }
-            if n < 0 { return errno == EAGAIN || errno == EINTR }
             taken += n
             c.lastActivity = now
             if c.closeWhenFlushed { return true }  // nothing more is read or answered on a connection being closed
@@ -619,15 +621,17 @@ public final class VarlinkServer: Sendable {
     /// Sends what is queued without waiting. False when the connection failed.
     private func flush(_ c: Client) -> Bool {
         while c.pending > 0 {
-            let n = c.output.withUnsafeBytes { all in
-                send(c.fd, all.baseAddress! + c.sent, c.pending, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            let sent = c.output.withUnsafeBytes { all in
+                Sys.send(c.fd, UnsafeRawBufferPointer(rebasing: all[c.sent..<(c.sent + c.pending)]), flags: Int32(MSG_DONTWAIT), path: nil)
             }
-            if n > 0 {
+            switch sent {
+            case let .success(n) where n > 0:
                 c.sent += n
                 continue
+            case let .failure(e) where e.errno == EAGAIN: break
+            default: return false
             }
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { break }
-            return false
+            break
         }
         if c.pending == 0 {
             c.output = []

@@ -18,6 +18,13 @@ extension Sys {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in nanoseconds: what a piece of work costs.
+    public static func threadCPUNanoseconds() -> Int64 {
+        var ts = timespec()
+        Glibc.clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// CLOCK_REALTIME, the wall clock (seconds and nanoseconds since the epoch), for timestamps only.
     public static func realtimeNow() -> timespec {
         var ts = timespec()

@@ -67,7 +67,7 @@ public final class WiFiMonitor: Sendable {
         public var links: [WiFiLink]
         /// Interfaces present in the previous update and absent now (unplugged, driver unloaded, deleted).
         public var gone: [String]
-        /// CLOCK_MONOTONIC time of the read, in milliseconds.
+        /// When it was read, in milliseconds of the deadline clock (ReachSystem's CLOCK_BOOTTIME).
         public var monotonicMilliseconds: Int64
     }
 
@@ -339,11 +339,7 @@ final class MonitorLoop: @unchecked Sendable {
     /// Ends the registration and the stream, on the loop's thread.
     func stop() { try? loop.post { [self] in finish() } }
 
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    static func now() -> Int64 { Sys.monotonicNanoseconds() / 1_000_000 }
 
     static func milliseconds(_ d: Duration) -> Int64 {
         let (s, attos) = d.components

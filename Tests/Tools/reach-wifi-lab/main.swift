@@ -11,13 +11,13 @@ import ReachWiFi
 
 func monotonicMilliseconds() -> Int64 {
     var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(CLOCK_BOOTTIME, &ts)  // the clock of WiFiMonitor's update times
     return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
 }
 
 func microseconds() -> Int64 {
     var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(CLOCK_BOOTTIME, &ts)  // the clock of WiFiMonitor's update times
     return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
 }
 
