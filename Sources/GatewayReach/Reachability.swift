@@ -118,6 +118,19 @@ public struct ReachabilityOptions: Sendable, Equatable {
     }
 }
 
+extension StatusRequest {
+    /// The one-shot question (`reach status`, `reach diag`) these options put: what an agent with them would watch,
+    /// asked once. So a configuration reaches a status read through the same mapping as the agent's monitoring.
+    public init(_ options: ReachabilityOptions, target: Target, resolveTimeout: Duration = Defaults.duration(Defaults.resolveTimeoutSeconds)) {
+        self.init(
+            target: target, modems: options.modems.ports.isEmpty ? nil : options.modems.ports, readModems: options.modems.enabled,
+            wifiInterface: options.wifi.interfaces.count == 1 ? options.wifi.interfaces[0] : nil, readWiFi: options.wifi.enabled,
+            modemOptions: options.modemMonitorOptions.read, resolveTimeout: resolveTimeout,
+            interfaceOverrides: options.interfaceKinds, signalPolicy: options.signalPolicy, uplinks: options.uplinks,
+            underlays: options.underlays)
+    }
+}
+
 extension ReachabilityOptions {
     /// A configuration as monitoring options: the same sources, change rules and cadence. The one mapping from
     /// `AgentConfig` to options: the agent and every command that reads a configuration file go through it.

@@ -73,29 +73,13 @@ extension DiagReport {
     }
 }
 
-extension AgentConfig {
-    /// The one-shot question `reach status` and `reach diag` ask, as this configuration (with the command line laid
-    /// over it) puts it. `modemWorker`: read the modems in worker processes started this way.
-    public func statusRequest(
-        target: Target, modemWorker: ModemWorkerLaunch?, resolveTimeout: Duration = .seconds(3)
-    ) -> StatusRequest {
-        var modemOptions = ModemReadOptions(requestTimeout: .seconds(modems.requestTimeoutSeconds), access: modems.access)
-        modemOptions.worker = modemWorker
-        return StatusRequest(
-            target: target, modems: modems.ports.isEmpty ? nil : modems.ports, readModems: modems.enabled,
-            wifiInterface: wifi.interfaces.count == 1 ? wifi.interfaces[0] : nil, readWiFi: wifi.enabled,
-            modemOptions: modemOptions, resolveTimeout: resolveTimeout, interfaceOverrides: interfaceKinds,
-            signalPolicy: signalPolicy, uplinks: uplinks, underlays: underlayConfig)
-    }
-}
-
 public enum Diagnostics {
     /// `modemWorker`: read the modems in worker processes started this way (`ModemReadOptions.worker`).
     /// - Parameter direct: read modems and WiFi here even when an agent runs (and why), else ask the agent first.
     public static func run(
         config: AgentConfig, showIdentifiers: Bool, modemWorker: ModemWorkerLaunch? = nil, direct: String? = nil
     ) async -> DiagReport {
-        let request = config.statusRequest(target: .defaultRoute, modemWorker: modemWorker)
+        let request = StatusRequest(ReachabilityOptions(config: config, worker: modemWorker), target: .defaultRoute)
         let probe = config.probe
         async let probeResult: ProbeResult? = { if let probe { return await Probe.run(probe) } else { return nil } }()
         let direct = direct ?? (showIdentifiers ? "--show-identifiers: the agent publishes no identifiers" : nil)

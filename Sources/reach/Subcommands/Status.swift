@@ -85,9 +85,9 @@ extension Reach {
 
         func run() async -> Int32 {
             guard let cfg = sources.configuration() else { return ExitStatus.config }
-            let request = cfg.statusRequest(
-                target: targetOptions.target ?? .defaultRoute, modemWorker: Reach.modemWorker(cfg),
-                resolveTimeout: .seconds(targetOptions.resolveTimeout))
+            let request = StatusRequest(
+                ReachabilityOptions(config: cfg, worker: Reach.modemWorker(cfg)),
+                target: targetOptions.target ?? .defaultRoute, resolveTimeout: .seconds(targetOptions.resolveTimeout))
             if validate && cfg.validation.probes.isEmpty {
                 printError("reach status: error: --validate needs probes in the configuration's validation.probes "
                     + "(reach has no default target)\nSee 'reach status --help'.")
