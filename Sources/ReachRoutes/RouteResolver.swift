@@ -113,7 +113,7 @@ public final class RouteResolver {
     /// `ignore_routes_with_linkdown` is set (otherwise the kernel keeps using them, and so do we: that is a
     /// connection_required answer, not a failover). Nil when there is none.
     public func defaultRoute(_ family: AddressFamily) throws(NetlinkError) -> RouteLookup? {
-        let candidates = try defaultRouteDump(family).filter { $0.table == Int(RT_TABLE_MAIN.rawValue) }
+        let candidates = try mainTableDefaults(family)
         // Stable sort by metric keeps the kernel's dump order among equals.
         let ordered = candidates.enumerated().sorted { ($0.element.metric, $0.offset) < ($1.element.metric, $1.offset) }
         for (_, route) in ordered {

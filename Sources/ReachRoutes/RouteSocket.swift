@@ -39,9 +39,24 @@ public struct NetlinkError: Error, Sendable, Equatable, CustomStringConvertible 
 private final class Exchange {
     var done = false
     var kernelErrno: Int32 = 0
+    /// The sequence number the request went out with: only its answer counts.
+    let sequence: UInt32
     let onMessage: (UnsafeMutablePointer<nlmsghdr>) -> Void
 
-    init(onMessage: @escaping (UnsafeMutablePointer<nlmsghdr>) -> Void) { self.onMessage = onMessage }
+    init(sequence: UInt32, onMessage: @escaping (UnsafeMutablePointer<nlmsghdr>) -> Void) {
+        self.sequence = sequence
+        self.onMessage = onMessage
+    }
+}
+
+/// Our own sequence check, in place of libnl's: libnl expects the number after the last answered request, which a
+/// request whose send failed leaves one behind (its number was taken, no answer ever moved the expectation on), so
+/// every later exchange on the socket would fail with NLE_SEQ_MISMATCH. Here the request's own number is expected,
+/// and anything else (the rest of an answer given up on after a timeout) is passed over, as iproute2's
+/// rtnl_dump_filter passes over messages of another sequence.
+private func exchangeSequence(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
+    let ex = Unmanaged<Exchange>.fromOpaque(arg!).takeUnretainedValue()
+    return Int32(nlmsg_hdr(msg).pointee.nlmsg_seq == ex.sequence ? NL_OK.rawValue : NL_SKIP.rawValue)
 }
 
 private func exchangeValid(_ msg: OpaquePointer?, _ arg: UnsafeMutableRawPointer?) -> Int32 {
@@ -107,7 +122,15 @@ final class RouteSocket {
     ) throws(NetlinkError) {
         defer { nlmsg_free(msg) }
         let sent = nl_send_auto(sk, msg)
-        if sent < 0 { throw NetlinkError(.library(-sent), call: "\(call) send") }
+        if sent < 0 {
+            // The request took a sequence number that no answer will follow, so libnl's own check (the number after
+            // the last answered request) would fail every later libnl request on this socket (the link lookups'
+            // rtnl_link_get_kernel). Exchanges check their own number; libnl's check goes for the socket's life.
+            // Only an emulator gets here (qemu-user refuses RTM_GETRULE at send): a kernel answers a request it
+            // refuses with NLMSG_ERROR.
+            nl_socket_disable_seq_check(sk)
+            throw NetlinkError(.library(-sent), call: "\(call) send")
+        }
 
         // A copy of the socket's own callback set: it carries whatever the socket was set up with (a scripted
         // kernel's send and receive in the tests), and the custom handlers below stay on the copy.
@@ -116,8 +139,9 @@ final class RouteSocket {
         nl_cb_put(own)
         guard let cb = copy else { throw NetlinkError(.library(Int32(NLE_NOMEM)), call: "nl_cb_clone") }
         defer { nl_cb_put(cb) }
-        let ex = Exchange(onMessage: onMessage)
+        let ex = Exchange(sequence: nlmsg_hdr(msg).pointee.nlmsg_seq, onMessage: onMessage)
         let arg = Unmanaged.passUnretained(ex).toOpaque()
+        nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, exchangeSequence, arg)
         nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, exchangeValid, arg)
         nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, exchangeFinished, arg)
         nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, exchangeFinished, arg)

@@ -130,6 +130,23 @@ extension RouteResolver {
         return routes
     }
 
+    /// The main table's unicast default routes, the default route's candidates: taken from the dump the uplinks share
+    /// when the policy rules can be read, else asked of the main table alone. The route needs no rule; a rule dump
+    /// that cannot even be sent (qemu-user answers EOPNOTSUPP for every rtnetlink type it does not translate,
+    /// RTM_GETRULE among them, linux-user/fd-trans.c) costs the uplinks their answer, never the route its own.
+    func mainTableDefaults(_ family: AddressFamily) throws(NetlinkError) -> [ParsedRoute] {
+        let main = Int(RT_TABLE_MAIN.rawValue)
+        let rulesRead: Bool
+        do throws(NetlinkError) {
+            _ = try policyRules(family)
+            rulesRead = true
+        } catch {
+            rulesRead = false
+        }
+        let routes = rulesRead ? try defaultRouteDump(family) : try dumpDefaults(family, onlyTable: main)
+        return routes.filter { $0.table == main }
+    }
+
     /// One RTM_GETROUTE dump of a family's unicast default routes; with `onlyTable`, the kernel is asked for that
     /// table alone (NETLINK_GET_STRICT_CHK on for the request, RTA_TABLE as the filter: `ip route show table N` asks
     /// the same way). A kernel without strict checking refuses the option and dumps every table.

@@ -64,6 +64,9 @@ final class RouteReplayKernel: @unchecked Sendable {
     var lookups: [String: Result<Route, Errno>] = [:]
     /// Answer RTM_GETRULE with EAFNOSUPPORT (a kernel without policy routing).
     var noPolicyRouting = false
+    /// Request types whose send fails with EOPNOTSUPP before any kernel sees them, as under qemu-user, which
+    /// translates only the rtnetlink types it knows (linux-user/fd-trans.c) and refuses RTM_GETRULE.
+    var refusedAtSend: Set<Int32> = []
     private(set) var requests: [Request] = []
 
     struct Errno: Error { var code: Int32 }
@@ -297,6 +300,7 @@ final class RouteReplayKernel: @unchecked Sendable {
 private let routeReplaySend: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { sk, msg in
     guard let kernel = RouteReplayKernel.session(sk), let msg, let hdr = nlmsg_hdr(msg) else { return -Int32(NLE_BAD_SOCK) }
     let length = Int(hdr.pointee.nlmsg_len)
+    if kernel.refusedAtSend.contains(Int32(hdr.pointee.nlmsg_type)) { return -Int32(NLE_OPNOTSUPP) }
     kernel.handle(request: [UInt8](UnsafeRawBufferPointer(start: UnsafeRawPointer(hdr), count: length)), port: nl_socket_get_local_port(sk))
     return Int32(length)
 }

@@ -133,6 +133,22 @@ func hostRoutes(_ n: Int, via oif: Int) -> [ReplayRoute] {
         #expect(try r.uplinkRoutes().map { $0.link?.name } == ["eth0"])
     }
 
+    /// A rule dump that cannot even be sent (qemu-user) costs the uplinks their answer, not the route: the default
+    /// route comes from the main table asked alone, and the uplinks say why they have none.
+    @Test func aRuleDumpRefusedAtSendLeavesTheRoute() throws {
+        let k = replayGateway()
+        k.refusedAtSend = [Int32(RTM_GETRULE)]
+        k.routes = [ReplayRoute(metric: 10, oif: 2), ReplayRoute(table: 1, metric: 5, oif: 4)]
+        let r = k.resolver(oneAnswer: true)
+        // The route dump follows the refused send on the same socket, whose sequence number no answer followed.
+        #expect(try r.defaultRoute(.ipv4)?.link?.name == "eth0")
+        let dump = try #require(k.requests.first { $0.type == UInt16(RTM_GETROUTE) && $0.isDump })
+        #expect(dump.attributes.u32(UInt16(RTA_TABLE.rawValue)) == 254)
+        #expect(throws: NetlinkError(.library(Int32(NLE_OPNOTSUPP)), call: "RTM_GETRULE dump ipv4 send")) {
+            try r.uplinkRoutes()
+        }
+    }
+
     /// A multipath default names each of its links; an IPv4 default via an IPv6 next hop keeps that gateway.
     @Test func multipathAndViaNextHops() throws {
         let k = replayGateway()
