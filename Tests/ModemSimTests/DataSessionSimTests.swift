@@ -113,6 +113,99 @@ import Testing
         #expect(text.contains("\"indication\"") && text.contains("disconnected") && text.contains("ipv6"), "\(text)")
     }
 
+    /// Start and Stop Network as ModemManager's QMI bearer sends them, on a modem whose session starts down: each
+    /// row is (the client's family, its mux id, whether the Start carries an IP family TLV).
+    @Test(arguments: [(UInt8(4), UInt8(0), false), (4, 0, true), (6, 0, true), (4, 1, false), (6, 2, true)])
+    func startAndStopNetwork(family: UInt8, mux: UInt8, familyTLV: Bool) throws {
+        typealias ID = (start: UInt16, stop: UInt16, settings: UInt16, events: UInt16, register: UInt16)
+        let id: ID = (0x0020, 0x0021, 0x002D, 0x0001, 0x0003)
+        var h = QMIHarness(try Self.qmi(#"[{"mux_id":\#(mux),"state":"disconnected"}]"#))
+        let c = try h.allocate(QMIService.wds)
+        if mux != 0 {
+            #expect(try h.request(QMIService.wds, cid: c, Self.wds.mux, [QMITLV(0x11, [mux])]).result?.status == 0)
+        }
+        if !familyTLV {
+            #expect(try h.request(QMIService.wds, cid: c, Self.wds.family, [QMITLV(0x01, [family])]).result?.status == 0)
+        }
+        // A watcher on the same channel and family, as reach beside ModemManager.
+        let watcher = try h.allocate(QMIService.wds)
+        if mux != 0 { _ = try h.request(QMIService.wds, cid: watcher, Self.wds.mux, [QMITLV(0x11, [mux])]) }
+        _ = try h.request(QMIService.wds, cid: watcher, Self.wds.family, [QMITLV(0x01, [family])])
+        #expect(try Self.status(&h, watcher) == 1)
+        #expect(try h.request(QMIService.wds, cid: c, id.events, [QMITLV(0x17, [1])]).result?.status == 0)
+        #expect(try h.request(QMIService.wds, cid: c, id.register, [QMITLV(0x12, [1])]).result?.status == 0)
+        #expect(try h.request(QMIService.wds, cid: c, id.settings).result?.error == QMIError.code("OUT_OF_CALL"))
+
+        var tlvs = [QMITLV(0x14, Array("internet".utf8)), QMITLV(0x16, [0])]
+        if familyTLV { tlvs.append(QMITLV(0x19, [family])) }
+        let out = try h.send(QMIService.wds, cid: c, id.start, tlvs)
+        let start = try #require(out.first)
+        #expect(start.kind == .response && start.result?.status == 0, "\(start.summary)")
+        let handle = try #require(start.tlv(0x01))
+        #expect(handle.count == 4 && handle != [0, 0, 0, 0] && handle != [0xFF, 0xFF, 0xFF, 0xFF])
+        // After the answer, both clients hear the session come up on their channel and family.
+        let up = out.dropFirst()
+        #expect(Set(up.map(\.clientID)) == [c, watcher])
+        #expect(up.allSatisfy { $0.kind == .indication && $0.tlv(0x01) == [2, 0] && $0.tlv(0x12) == [family] })
+        #expect(try Self.status(&h, watcher) == 2)
+        let state = try h.control(#"{"query":"state"}"#).reply
+        #expect(state.contains(#""mux_id":\#(mux)"#) && state.contains(#""connected""#), "\(state)")
+
+        // A second start: NO_EFFECT, which ModemManager takes as connected.
+        #expect(try h.request(QMIService.wds, cid: c, id.start, tlvs).result?.error == QMIError.code("NO_EFFECT"))
+        let settings = try h.request(QMIService.wds, cid: c, id.settings, [QMITLV(0x10, [0x00, 0x23, 0x00, 0x00])])
+        #expect(settings.result?.status == 0)
+        #expect(settings.tlv(0x2B) == [family])
+        #expect(settings.tlv(0x29) == [0xDC, 0x05, 0, 0])
+        if family == 4 {
+            #expect(settings.tlv(0x1E) == [2 + mux, 2, 0, 192])
+            #expect(settings.tlv(0x20) == [1, 2, 0, 192] && settings.tlv(0x21) == [0, 255, 255, 255])
+            #expect(settings.tlv(0x25) == nil)
+        } else {
+            #expect(settings.tlv(0x25)?.suffix(2) == [2 + mux, 64] && settings.tlv(0x25)?.prefix(2) == [0x20, 0x01])
+            #expect(settings.tlv(0x1E) == nil)
+        }
+
+        // Stop: a handle that is not the client's is refused; its own (or the global one) brings the session down.
+        #expect(try h.request(QMIService.wds, cid: c, id.stop).result?.error == QMIError.missingArgument)
+        #expect(try h.request(QMIService.wds, cid: c, id.stop, [QMITLV(0x01, [1, 2, 3, 4])]).result?.error
+            == QMIError.code("INVALID_HANDLE"))
+        let down = try h.send(QMIService.wds, cid: c, id.stop, [QMITLV(0x01, handle)])
+        #expect(down.first?.result?.status == 0)
+        #expect(Set(down.dropFirst().map(\.clientID)) == [c, watcher])
+        #expect(down.dropFirst().allSatisfy { $0.tlv(0x01) == [1, 0] })
+        #expect(try Self.status(&h, watcher) == 1)
+        #expect(try h.request(QMIService.wds, cid: c, id.stop, [QMITLV(0x01, handle)]).result?.error
+            == QMIError.code("INVALID_HANDLE"))
+        #expect(try h.request(QMIService.wds, cid: c, id.stop, [QMITLV(0x01, [0xFF, 0xFF, 0xFF, 0xFF])]).result?.error
+            == QMIError.code("NO_EFFECT"))
+    }
+
+    /// Off the network a start fails with the call end reason; a bad family is named; an error fault in the scenario
+    /// (a network that rejects the call) answers its error and leaves the session down.
+    @Test func startNetworkFailures() throws {
+        var searching = QMIHarness(try ScenarioParser.parse("""
+            {"protocol":"qmi","sim":"ready","state":{"registration":"searching"}}
+            """))
+        let c = try searching.allocate(QMIService.wds)
+        let failed = try searching.request(QMIService.wds, cid: c, 0x0020)
+        #expect(failed.result?.error == QMIError.code("CALL_FAILED"))
+        #expect(failed.tlv(0x10) == [3, 0])
+        #expect(try searching.request(QMIService.wds, cid: c, 0x0020, [QMITLV(0x19, [5])]).result?.error
+            == QMIError.code("INVALID_IP_FAMILY_PREFERENCE"))
+        #expect(try searching.request(QMIService.wds, cid: c, 0x0020, [QMITLV(0x14, [0xFF, 0xFE])]).result?.error
+            == QMIError.invalidArgument)
+
+        var refusing = QMIHarness(try ScenarioParser.parse("""
+            {"protocol":"qmi","sim":"ready","state":{"registration":"home","access_technologies":["lte"],
+             "operator":{"mcc":"262","mnc":"01"},"packet_service":"attached","data_sessions":[{"state":"disconnected"}]},
+             "faults":[{"error":{"messages":["wds:start_network"],"status":"CALL_FAILED"}}]}
+            """))
+        let r = try refusing.allocate(QMIService.wds)
+        #expect(try refusing.request(QMIService.wds, cid: r, 0x0020).result?.error == QMIError.code("CALL_FAILED"))
+        #expect(try Self.status(&refusing, r) == 1)
+    }
+
     /// Firmware without WDS, and firmware that never announces the session.
     @Test func wdsOptions() throws {
         var none = QMIHarness(try ScenarioParser.parse("""

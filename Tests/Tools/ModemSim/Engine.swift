@@ -292,6 +292,8 @@ public struct ModemEngine: Sendable {
         if actions.contains(.silence) { return out + [.log("fault: silence")] }
 
         var frames: [(bytes: [UInt8], note: String)]
+        // A WDS Start or Stop Network changes the sessions: the clients that see it hear of it after the answer.
+        var sessionsChanged = false
         if let code = actions.compactMap({ if case let .error(c) = $0 { return c } else { return nil } }).first {
             let reply = QMIMessage.response(to: request, error: UInt16(truncatingIfNeeded: code))
             frames = [(reply.encoded(), reply.summary + " (fault)")]
@@ -302,9 +304,11 @@ public struct ModemEngine: Sendable {
             frames = [(reply.encoded(), reply.summary + " (not in the capture)")]
         } else {
             guard case var .qmi(d) = device else { return out }
-            let replies = d.handle(request, state: state)
+            let before = state.effectiveSessions
+            let replies = d.handle(request, state: &state)
             device = .qmi(d)
             frames = replies.map { ($0.encoded(), $0.summary) }
+            sessionsChanged = state.effectiveSessions != before
         }
         if var f = fuzzer {
             switch f.mode {
@@ -314,6 +318,7 @@ public struct ModemEngine: Sendable {
             fuzzer = f
         }
         out += deliver(frames, actions: actions, now: now)
+        if sessionsChanged { out += indications(.dataSession, now: now) }
         return out
     }
 

@@ -30,8 +30,8 @@ public struct QMIDevice: Sendable {
     // MARK: Requests
 
     /// The answer to one request: the response messages (normally one), or none for an indication/response the
-    /// host should never send.
-    public mutating func handle(_ request: QMIMessage, state: SimulatedState) -> [QMIMessage] {
+    /// host should never send. A WDS Start or Stop Network changes `state`'s data sessions.
+    public mutating func handle(_ request: QMIMessage, state: inout SimulatedState) -> [QMIMessage] {
         guard request.kind == .request else { return [] }
         if request.isControl { return [control(request)] }
         guard clients[request.service]?.contains(request.clientID) == true else {
@@ -41,7 +41,7 @@ public struct QMIDevice: Sendable {
         case QMIService.dms: return [dms(request, state)]
         case QMIService.nas: return [nasRequest(request, state)]
         case QMIService.uim: return [uim(request, state)]
-        case QMIService.wds: return [wds.handle(request, state: state, unsupported: options.unsupportedError)]
+        case QMIService.wds: return [wds.handle(request, state: &state, unsupported: options.unsupportedError)]
         default: return [QMIMessage.response(to: request, error: options.unsupportedError)]
         }
     }
