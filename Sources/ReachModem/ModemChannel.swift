@@ -64,6 +64,7 @@ actor ModemChannel {
         self.quirks = quirks
         var state = ModemState(device: spec.path, protocol: p)
         state.interface = spec.interface
+        state.driver = spec.driver
         self.state = state
         switch session {
         case let .qmi(q): qmiData = QMIDataObserver(session: q, links: links, logger: logger)
@@ -75,6 +76,7 @@ actor ModemChannel {
     static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
         var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
         state.interface = spec.interface
+        state.driver = spec.driver
         let fault = ModemChannel.fault(of: error, path: spec.path)
         state.fail(ModemChannel.describe(error), fault)
         state.present = present ?? (fault.kind != .gone)

@@ -34,7 +34,7 @@ public struct DiscoveredPort: Sendable, Equatable {
     /// The hardware database entry for `deviceID`, if any.
     public var hardware: HardwareEntry?
 
-    public var spec: ModemPortSpec { ModemPortSpec(path: path, protocol: `protocol`, interface: interface) }
+    public var spec: ModemPortSpec { ModemPortSpec(path: path, protocol: `protocol`, interface: interface, driver: driver) }
 }
 
 public struct ModemDiscovery: Sendable {
@@ -199,6 +199,7 @@ public struct ModemDiscovery: Sendable {
         var completed = spec
         if completed.protocol == nil { completed.protocol = port?.protocol }
         if completed.interface == nil { completed.interface = port?.interface }
+        if completed.driver == nil { completed.driver = port?.driver }
         return PortLookup(spec: completed, lookedAt: looked.joined(separator: "; "))
     }
 }
