@@ -165,6 +165,8 @@ public struct ModemDiscovery: Sendable {
         public var spec: ModemPortSpec
         /// Where the protocol was looked for and what was found there, for a message when it is still unknown.
         public var lookedAt: String
+        /// The path names nothing (`stat` fails): a modem unplugged, not a port of an unknown kind.
+        public var nodeMissing: Bool
     }
 
     /// `complete` with the places it looked: the driver of a cdc-wdm node's USB interface
@@ -200,6 +202,7 @@ public struct ModemDiscovery: Sendable {
         if completed.protocol == nil { completed.protocol = port?.protocol }
         if completed.interface == nil { completed.interface = port?.interface }
         if completed.driver == nil { completed.driver = port?.driver }
-        return PortLookup(spec: completed, lookedAt: looked.joined(separator: "; "))
+        return PortLookup(
+            spec: completed, lookedAt: looked.joined(separator: "; "), nodeMissing: DeviceNode.check(spec.path) == .missing)
     }
 }

@@ -202,6 +202,9 @@ final class FakeSysfs {
             == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0", driver: "qmi_wwan"))
         #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm1")).spec
             == ModemPortSpec(path: "/dev/cdc-wdm1", protocol: .mbim, interface: "wwan1", driver: "cdc_mbim"))
+        // Whether the node itself exists (a modem unplugged, or a node that is no modem's).
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/reach-no-such-port")).nodeMissing)
+        #expect(!d.lookUp(ModemPortSpec(path: "/dev/null")).nodeMissing)
         // What the user named stands: the netdev, and the protocol.
         #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", interface: "qmimux0")).spec.interface == "qmimux0")
         #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim)).spec.protocol == .mbim)
