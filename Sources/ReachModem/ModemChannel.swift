@@ -64,6 +64,7 @@ actor ModemChannel {
         self.quirks = quirks
         var state = ModemState(device: spec.path, protocol: p)
         state.interface = spec.interface
+        state.driver = spec.driver
         self.state = state
         switch session {
         case let .qmi(q): qmiData = QMIDataObserver(session: q, links: links, logger: logger)
@@ -75,6 +76,7 @@ actor ModemChannel {
     static func failedState(_ spec: ModemPortSpec, _ error: Error, present: Bool? = nil) -> ModemState {
         var state = ModemState(device: spec.path, protocol: spec.protocol ?? .qmi)
         state.interface = spec.interface
+        state.driver = spec.driver
         let fault = ModemChannel.fault(of: error, path: spec.path)
         state.fail(ModemChannel.describe(error), fault)
         state.present = present ?? (fault.kind != .gone)
@@ -99,13 +101,15 @@ actor ModemChannel {
     private static func openAsNamed(
         _ spec: ModemPortSpec, options: ModemReadOptions, quirks: ModemQuirks
     ) async throws -> ModemChannel {
-        guard let p = spec.protocol else {
-            throw ModemError("protocol unknown (name the port as PATH:qmi or PATH:mbim)")
-        }
+        // The node first: a port that is gone is gone whether or not its protocol was known (a port named without
+        // one, unplugged, reads as absent rather than as a port of unknown kind).
         switch DeviceNode.check(spec.path) {
         case .missing: throw PortGone(message: "no such device node")
         case .notCharacterDevice: throw ModemError("not a character device")
         case .characterDevice: break
+        }
+        guard let p = spec.protocol else {
+            throw ModemError("protocol unknown (name the port as PATH:qmi or PATH:mbim)")
         }
         // The libraries are opened with the first modem of their protocol (GLibLibraries), so a board without one of
         // them runs and says which; the port is checked first, so a missing modem reads as gone either way.

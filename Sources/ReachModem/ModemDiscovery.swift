@@ -34,7 +34,7 @@ public struct DiscoveredPort: Sendable, Equatable {
     /// The hardware database entry for `deviceID`, if any.
     public var hardware: HardwareEntry?
 
-    public var spec: ModemPortSpec { ModemPortSpec(path: path, protocol: `protocol`, interface: interface) }
+    public var spec: ModemPortSpec { ModemPortSpec(path: path, protocol: `protocol`, interface: interface, driver: driver) }
 }
 
 public struct ModemDiscovery: Sendable {
@@ -165,6 +165,8 @@ public struct ModemDiscovery: Sendable {
         public var spec: ModemPortSpec
         /// Where the protocol was looked for and what was found there, for a message when it is still unknown.
         public var lookedAt: String
+        /// The path names nothing (`stat` fails): a modem unplugged, not a port of an unknown kind.
+        public var nodeMissing: Bool
     }
 
     /// `complete` with the places it looked: the driver of a cdc-wdm node's USB interface
@@ -199,6 +201,8 @@ public struct ModemDiscovery: Sendable {
         var completed = spec
         if completed.protocol == nil { completed.protocol = port?.protocol }
         if completed.interface == nil { completed.interface = port?.interface }
-        return PortLookup(spec: completed, lookedAt: looked.joined(separator: "; "))
+        if completed.driver == nil { completed.driver = port?.driver }
+        return PortLookup(
+            spec: completed, lookedAt: looked.joined(separator: "; "), nodeMissing: DeviceNode.check(spec.path) == .missing)
     }
 }

@@ -114,7 +114,7 @@ public struct ModemMonitor: Sendable {
     func run(stop: StopSignal, send: (ModemUpdate) -> Void) async {
         if options.read.logger.logLevel <= .debug { GLibLog.route(to: options.read.logger) }
         let (_, prepared) = ModemReader.prepare([port], options: options.read)
-        let (spec, quirks) = prepared[0]
+        var (spec, quirks) = prepared[0]
         let logger = options.read.logger
         var last: ModemState?
         var attempt = 0
@@ -131,7 +131,11 @@ public struct ModemMonitor: Sendable {
                 guard await stop.sleep(for: delay) else { break }
             }
             attempt += 1
-            let opened = await withDeadline(options.read.readTimeout) { () async -> Result<ModemChannel, Error> in
+            // A port named without a protocol while it was unplugged: sysfs may tell it now that it is back.
+            if spec.protocol == nil, let again = ModemReader.prepare([port], options: options.read).1.first {
+                (spec, quirks) = again
+            }
+            let opened = await withDeadline(options.read.readTimeout) { [spec, quirks] () async -> Result<ModemChannel, Error> in
                 do {
                     return .success(try await ModemChannel.open(spec, options: options.read, quirks: quirks))
                 } catch {

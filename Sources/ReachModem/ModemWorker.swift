@@ -383,6 +383,7 @@ enum WorkerRun {
         s.device = spec.path
         if let p = spec.protocol { s.protocol = p }
         if let i = spec.interface { s.interface = i }
+        if let d = spec.driver { s.driver = d }
         if let access = s.access {
             if let (seen, reason) = holders, seen == access {
                 s.accessReason = reason

@@ -47,7 +47,10 @@ struct SourceOptions: Sendable {
 
     /// One --modem: its syntax checked, then what it leaves out asked of sysfs. Without a protocol the port must
     /// be a kernel node whose driver says it; a network interface sysfs cannot tell stays unknown (the config or
-    /// the route may still name it).
+    /// the route may still name it). A bare path whose node does not exist is a modem unplugged, not bad usage: it
+    /// is read like any port (without a protocol, as a configured port may be) and its state says it is absent.
+    /// `PATH:WORD` on a missing node stays an error: WORD may be a netdev or a mistyped protocol (`:at`), and
+    /// nothing can tell which while the modem is away.
     static func modemPort(_ text: String, discovery: ModemDiscovery) throws(UsageError) -> ModemPortSpec {
         let spec: ModemPortSpec
         switch ModemPortArgument.spec(text) {
@@ -56,7 +59,7 @@ struct SourceOptions: Sendable {
         }
         guard spec.protocol == nil || spec.interface == nil else { return spec }
         let found = discovery.lookUp(spec)
-        guard found.spec.protocol != nil else {
+        guard found.spec.protocol != nil || (found.nodeMissing && spec.interface == nil) else {
             throw UsageError(
                 "--modem '\(text)': no protocol given and sysfs does not tell it (\(found.lookedAt)); "
                     + "name it as \(spec.path):qmi or \(spec.path):mbim")

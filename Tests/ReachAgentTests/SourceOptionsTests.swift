@@ -11,8 +11,16 @@ import Testing
 
     /// Each bad source option, in each command: exit 64 and the same words.
     @Test(arguments: [
-        (["--modem", "/dev/reach-no-such-port"],
-         "--modem '/dev/reach-no-such-port': no protocol given and sysfs does not tell it (reach-no-such-port is in "
+        // A node that exists but that no modem driver owns (a missing node is a modem unplugged: see below).
+        (["--modem", "/dev/null"],
+         "--modem '/dev/null': no protocol given and sysfs does not tell it (null is in neither /sys/class/usbmisc "
+            + "nor /sys/class/wwan); name it as /dev/null:qmi or /dev/null:mbim"),
+        (["--modem", "/dev/null:wwan0"],
+         "--modem '/dev/null:wwan0': no protocol given and sysfs does not tell it (null is in neither "
+            + "/sys/class/usbmisc nor /sys/class/wwan); name it as /dev/null:qmi or /dev/null:mbim"),
+        // A missing node with a word after it: a netdev or a mistyped protocol, which nothing can tell apart.
+        (["--modem", "/dev/reach-no-such-port:at"],
+         "--modem '/dev/reach-no-such-port:at': no protocol given and sysfs does not tell it (reach-no-such-port is in "
             + "neither /sys/class/usbmisc nor /sys/class/wwan); name it as /dev/reach-no-such-port:qmi or "
             + "/dev/reach-no-such-port:mbim"),
         (["--modem", "cdc-wdm0:qmi"], "--modem 'cdc-wdm0:qmi': expected an absolute device path (not an absolute path)"),
@@ -33,6 +41,28 @@ import Testing
             #expect(r.stderr.hasPrefix("reach \(command): error: \(message)"), "\(command): \(r.stderr)")
             #expect(r.stdout.isEmpty)
         }
+    }
+
+    /// A port named while its node does not exist (the modem unplugged) is read like any other and said absent, with
+    /// or without a protocol: in a namespace without routes, exit 1 (not reachable), never 64.
+    @Test(.needsRoot, arguments: [
+        ("/dev/reach-no-such-port", nil),
+        ("/dev/reach-no-such-port:mbim", "mbim"),
+        ("/dev/reach-no-such-port:mbim:wwan0", "mbim"),
+    ] as [(String, String?)])
+    func aMissingNodeIsAnAbsentModem(modem: String, proto: String?) async throws {
+        let ns = try Namespace("absent")
+        defer { ns.delete() }
+        let r = try await ns.exec(
+            [TestPaths.reach, "status", "--json", "--no-wifi", "--modem-timeout", "2", "--modem", modem], timeout: 60)
+        #expect(r.status == 1, "\(modem): \(r.status) \(r.stdout) \(r.stderr)")
+        let j = try JSON.parse(r.stdout)
+        let m = try #require(j.modem, "\(r.stdout)")
+        #expect(m["device"] == .string("/dev/reach-no-such-port"))
+        #expect(m["present"] == .bool(false), "\(m.serialized())")
+        #expect(m["fault"]?["kind"] == .string("gone"), "\(m.serialized())")
+        #expect(m["driver"] == .null)
+        if let proto { #expect(m["protocol"] == .string(proto)) }
     }
 
     @Test func everyCommandDocumentsTheGroup() async throws {

@@ -75,6 +75,7 @@ let stateDirectoryTooLong = "{\"api\":{\"state_directory\":\"/\(String(repeating
     @Test func modemAndWiFiRoundTripThroughTheirJSON() throws {
         var m = ModemState(device: "/dev/cdc-wdm0", protocol: .qmi)
         m.interface = "wwan0"
+        m.driver = "qmi_wwan"
         m.accessTechnologies = [.lte, .nr]
         m.registration = .roaming
         m.plmn = PLMN(mcc: "262", mnc: "01")

@@ -45,6 +45,7 @@ import Testing
     @Test func statusExample() throws {
         var modem = ModemState(device: "/dev/cdc-wdm0", protocol: .qmi)
         modem.interface = "wwan0"
+        modem.driver = "qmi_wwan"
         modem.registration = .home
         modem.accessTechnologies = [.lte]
         modem.operatorName = "Telekom.de"

@@ -138,4 +138,28 @@ import Testing
         #expect(!text.contains("\n"))
         #expect(try JSON.parse(text) == j)
     }
+
+    /// The kernel driver sysfs named for the port is said in the modem's JSON (`driver`, right after `protocol`; null
+    /// for a port sysfs does not know, such as a pty) and after the protocol in its text line, absent or not; the
+    /// JSON reads back to the same driver.
+    @Test(arguments: [
+        ("qmi_wwan", ModemProtocol.qmi, true, "WWAN /dev/cdc-wdm0 qmi (qmi_wwan)  wwan0  no service"),
+        ("cdc_mbim", ModemProtocol.mbim, true, "WWAN /dev/cdc-wdm0 mbim (cdc_mbim)  wwan0  no service"),
+        ("wwan", ModemProtocol.mbim, true, "WWAN /dev/cdc-wdm0 mbim (wwan)  wwan0  no service"),
+        ("qmi_wwan", ModemProtocol.qmi, false, "WWAN /dev/cdc-wdm0 qmi (qmi_wwan)  wwan0  absent"),
+        (nil, ModemProtocol.qmi, true, "WWAN /dev/cdc-wdm0 qmi  wwan0  no service"),
+        (nil, ModemProtocol.mbim, false, "WWAN /dev/cdc-wdm0 mbim  wwan0  absent"),
+    ] as [(String?, ModemProtocol, Bool, String)])
+    func theDriverIsSaid(driver: String?, proto: ModemProtocol, present: Bool, line: String) throws {
+        var m = ModemState(device: "/dev/cdc-wdm0", protocol: proto)
+        m.interface = "wwan0"
+        m.driver = driver
+        m.present = present
+        #expect(SnapshotText.modemLine(m, signalPolicy: .android).hasPrefix(line), "\(SnapshotText.modemLine(m, signalPolicy: .android))")
+        let j = m.json(signalPolicy: .android)
+        #expect(Array(j.objectValue!.map(\.0).prefix(4)) == ["device", "protocol", "driver", "interface"])
+        #expect(j["driver"] == (driver.map(JSON.string) ?? .null))
+        let back = try #require(ModemState(json: try JSON.parse(j.serialized())))
+        #expect(back.driver == driver && back == m)
+    }
 }

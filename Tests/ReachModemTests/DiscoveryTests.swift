@@ -171,7 +171,8 @@ final class FakeSysfs {
         try fs.usbModem(usbPath: Self.ec25USB, vendor: "2c7c", product: "0125", interface: "1.4", driver: "qmi_wwan",
                         wdm: "cdc-wdm0", netdev: "wwan0")
         let d = discovery(fs)
-        #expect(d.complete(ModemPortSpec(path: "/dev/cdc-wdm0")) == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0"))
+        #expect(d.complete(ModemPortSpec(path: "/dev/cdc-wdm0"))
+            == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0", driver: "qmi_wwan"))
         #expect(d.complete(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim)).protocol == .mbim)  // the user wins
         #expect(d.complete(ModemPortSpec(path: "/dev/pts/7")) == ModemPortSpec(path: "/dev/pts/7"))
     }
@@ -197,8 +198,13 @@ final class FakeSysfs {
         try fs.usbModem(usbPath: "/devices/pci0000:00/0000:00:14.0/usb1/1-2", vendor: "1199", product: "9091",
                         interface: "1.12", driver: "cdc_mbim", wdm: "cdc-wdm1", netdev: "wwan1")
         let d = discovery(fs)
-        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0")).spec == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0"))
-        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm1")).spec == ModemPortSpec(path: "/dev/cdc-wdm1", protocol: .mbim, interface: "wwan1"))
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0")).spec
+            == ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .qmi, interface: "wwan0", driver: "qmi_wwan"))
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm1")).spec
+            == ModemPortSpec(path: "/dev/cdc-wdm1", protocol: .mbim, interface: "wwan1", driver: "cdc_mbim"))
+        // Whether the node itself exists (a modem unplugged, or a node that is no modem's).
+        #expect(d.lookUp(ModemPortSpec(path: "/dev/reach-no-such-port")).nodeMissing)
+        #expect(!d.lookUp(ModemPortSpec(path: "/dev/null")).nodeMissing)
         // What the user named stands: the netdev, and the protocol.
         #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", interface: "qmimux0")).spec.interface == "qmimux0")
         #expect(d.lookUp(ModemPortSpec(path: "/dev/cdc-wdm0", protocol: .mbim)).spec.protocol == .mbim)

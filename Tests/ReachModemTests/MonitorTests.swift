@@ -139,6 +139,31 @@ import ReachCore
         #expect(back.state.generation == .g4)
     }
 
+    /// A port named without its protocol while the modem is unplugged (`reach watch --modem /dev/cdc-wdm0`): absent at
+    /// first, then, once the node is back, its protocol and driver are asked of sysfs again and the modem is read.
+    @Test func aPortNamedWithoutProtocolIsAskedAgainWhenItComesBack() async throws {
+        let sim = try await ModemSimulator.start(
+            json: ScenarioFile.registered("qmi", rats: ["lte"], signal: #""rssi_dbm": -65, "rsrp_dbm": -95"#))
+        let fs = try FakeSysfs()
+        try fs.dir("/class/usbmisc")  // unplugged: neither the node nor its sysfs entry
+        let node = fs.root + "/cdc-wdm7"
+        let monitor = ModemMonitor(
+            ModemPortSpec(path: node),
+            options: ModemMonitorOptions(
+                read: ModemReadOptions(requestTimeout: .seconds(2), access: .direct, sysfsRoot: fs.root),
+                reopen: Backoff(initial: .milliseconds(100), maximum: .milliseconds(300), jitter: 0.1)))
+        let updates = Collector(monitor.updates())
+        defer { Task { await updates.stop() } }
+        let absent = try await updates.next()
+        #expect(!absent.state.present && absent.state.fault?.kind == .gone, "\(absent.state)")
+        try fs.usbModem(usbPath: DiscoveryTests.ec25USB, vendor: "2c7c", product: "0125", interface: "1.4",
+                        driver: "qmi_wwan", wdm: "cdc-wdm7", netdev: nil)
+        try FileManager.default.createSymbolicLink(atPath: node, withDestinationPath: sim.link)
+        let back = try await updates.next { $0.state.present && $0.state.error == nil }
+        #expect(back.state.protocol == .qmi && back.state.driver == "qmi_wwan")
+        #expect(back.state.generation == .g4)
+    }
+
     /// A QMI modem that takes none of the indication requests is polled: the change arrives through the poll.
     @Test func pollIsTheFallbackWithoutIndications() async throws {
         let refuse = #"[{"error": {"status": "NOT_SUPPORTED", "messages": ["nas:register_indications", "nas:config_signal_info", "nas:set_event_report"]}}]"#

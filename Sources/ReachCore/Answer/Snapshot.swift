@@ -49,12 +49,18 @@ public struct ModemPortSpec: Sendable, Equatable, Codable {
     /// The data channel `interface` carries, overriding what sysfs and rtnetlink say: the QMAP mux id (QMI) or the
     /// session id (MBIM). Nil: learn it from the link.
     public var muxID: Int?
+    /// The kernel driver sysfs names for the port (`qmi_wwan`, `cdc_mbim`, `wwan`), when it names one. Read, never
+    /// configured: it rides along so that the modem's state can say it.
+    public var driver: String?
 
-    public init(path: String, protocol: ModemProtocol? = nil, interface: String? = nil, muxID: Int? = nil) {
+    public init(
+        path: String, protocol: ModemProtocol? = nil, interface: String? = nil, muxID: Int? = nil, driver: String? = nil
+    ) {
         self.path = path
         self.protocol = `protocol`
         self.interface = interface
         self.muxID = muxID
+        self.driver = driver
     }
 }
 
@@ -80,6 +86,9 @@ public struct ModemState: Sendable, Equatable, Codable {
     public var device: String
     public var `protocol`: ModemProtocol
     public var interface: String?
+    /// The kernel driver behind the port, as sysfs names it (`qmi_wwan`, `cdc_mbim`, `wwan`); nil for a port sysfs
+    /// does not know (a pty).
+    public var driver: String?
     /// False once the port vanished (EOF/EIO, USB unplug) until it is opened again.
     public var present: Bool
     public var accessTechnologies: AccessTechnologies
@@ -486,6 +495,7 @@ extension ModemState {
         var members: [(String, JSON)] = [
             ("device", .string(device)),
             ("protocol", .string(`protocol`.rawValue)),
+            ("driver", .optional(driver)),
             ("interface", .optional(interface)),
             ("present", .bool(present)),
             ("generation", .string(generation.name)),

@@ -12,6 +12,7 @@ extension ModemState {
         else { return nil }
         self.init(device: device, protocol: proto)
         interface = json["interface"]?.stringValue
+        driver = json["driver"]?.stringValue
         present = json["present"]?.boolValue ?? true
         accessTechnologies = AccessTechnologies(
             (json["access_technologies"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(RadioAccessTechnology.init(rawValue:)) })

@@ -110,9 +110,10 @@ public enum SnapshotText {
         return line
     }
 
-    /// One modem; the bars are `signalPolicy`'s, named after them unless they are the default profile's.
+    /// One modem; the bars are `signalPolicy`'s, named after them unless they are the default profile's. The kernel
+    /// driver follows the protocol when sysfs named one: "WWAN /dev/cdc-wdm0 qmi (qmi_wwan)  wwan0  …".
     public static func modemLine(_ m: ModemState, signalPolicy: SignalPolicy) -> String {
-        var parts = ["WWAN \(m.device) \(m.protocol.rawValue)"]
+        var parts = ["WWAN \(m.device) \(m.protocol.rawValue)" + (m.driver.map { " (\($0))" } ?? "")]
         if let i = m.interface { parts.append(i) }
         if !m.present {
             parts.append("absent")
