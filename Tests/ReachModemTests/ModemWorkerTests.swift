@@ -56,13 +56,15 @@ import Testing
         // Nothing at all: killed at the start-up limit.
         var (end, _, _, elapsed) = await Self.supervise("sleep 30", timing: Self.fast)
         #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
-        #expect(elapsed < .seconds(5 * TestSupport.timingSlack), "\(elapsed)")
+        // The supervisor's own verdict above says when it killed; the elapsed time (which includes this task's turn on
+        // a pool the whole suite shares) only has to show the 30 s sleep did not run out.
+        #expect(elapsed < .seconds(10 * TestSupport.timingSlack), "\(elapsed)")
         // Heartbeats, then silence: killed one silence limit after the last.
         let beat = try Self.frame(.heartbeat)
         (end, _, _, elapsed) = await Self.supervise(
             "\(Self.printf(beat)); sleep 0.2; \(Self.printf(beat)); sleep 30", timing: Self.fast)
         #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
-        #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(5 * TestSupport.timingSlack), "\(elapsed)")
+        #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(10 * TestSupport.timingSlack), "\(elapsed)")
     }
 
     /// A worker that closes its socket and stays: killed 2 s later, and the end says so rather than naming the SIGKILL,
@@ -99,7 +101,7 @@ import Testing
             }
             #expect(why.contains(expected), "\(name): \(why)")
             #expect(messages.isEmpty)
-            #expect(elapsed < .seconds(5 * TestSupport.timingSlack))
+            #expect(elapsed < .seconds(10 * TestSupport.timingSlack))  // killed, not the 30 s sleep's end
         }
         // Two states in a read's one result: more than one port's worth.
         let state = ModemState(device: Self.spec.path, protocol: .mbim)
