@@ -33,6 +33,13 @@ import Testing
         return (end.0, end.1, messages, ContinuousClock.now - started)
     }
 
+    /// The bound on how long a supervised run took from here: under the 30 s the scripts would sleep (or forever), so
+    /// it shows the worker was cut. When it was cut is the supervisor's own verdict (`.hung(500 ms)`,
+    /// `.lingered(2 s)`, `.overran(3.5 s)`), decided on its own thread's clock; the elapsed time also holds this
+    /// task's turns on the pool the whole suite shares, which took 3-7 s more than the verdicts in clean-clone runs
+    /// of the unit and shipped stages on 2 cores (the same tests alone: 0.02-3.5 s).
+    static let cut: Duration = .seconds(20 * TestSupport.timingSlack)
+
     static var fast: WorkerTiming {
         var t = WorkerTiming(requestTimeout: .milliseconds(500), readTimeout: .seconds(1))
         t.startup = .milliseconds(500)
@@ -56,15 +63,13 @@ import Testing
         // Nothing at all: killed at the start-up limit.
         var (end, _, _, elapsed) = await Self.supervise("sleep 30", timing: Self.fast)
         #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
-        // The supervisor's own verdict above says when it killed; the elapsed time (which includes this task's turn on
-        // a pool the whole suite shares) only has to show the 30 s sleep did not run out.
-        #expect(elapsed < .seconds(10 * TestSupport.timingSlack), "\(elapsed)")
+        #expect(elapsed < Self.cut, "\(elapsed)")
         // Heartbeats, then silence: killed one silence limit after the last.
         let beat = try Self.frame(.heartbeat)
         (end, _, _, elapsed) = await Self.supervise(
             "\(Self.printf(beat)); sleep 0.2; \(Self.printf(beat)); sleep 30", timing: Self.fast)
         #expect(end == .hung(.milliseconds(500)), "after \(elapsed)")
-        #expect(elapsed >= .milliseconds(600) && elapsed < .seconds(10 * TestSupport.timingSlack), "\(elapsed)")
+        #expect(elapsed >= .milliseconds(600) && elapsed < Self.cut, "\(elapsed)")
     }
 
     /// A worker that closes its socket and stays: killed 2 s later, and the end says so rather than naming the SIGKILL,
@@ -74,7 +79,7 @@ import Testing
         #expect(end == .lingered(.seconds(2)), "after \(elapsed)")
         #expect(end.message(protocol: .qmi, lastFatalLog: nil)
             == "modem worker closed its socket but did not exit within 2000 ms (libqmi); killed")
-        #expect(elapsed >= .seconds(2) && elapsed < .seconds(6 * TestSupport.timingSlack), "\(elapsed)")
+        #expect(elapsed >= .seconds(2) && elapsed < Self.cut, "\(elapsed)")
     }
 
     @Test func aReadThatBeatsForeverIsCutAtItsDeadline() async throws {
@@ -83,7 +88,7 @@ import Testing
         let (end, _, _, elapsed) = await Self.supervise(script, timing: Self.fast)
         // Deadline: twice the 1 s read budget, a request timeout and a second.
         #expect(end == .overran(.milliseconds(3500)))
-        #expect(elapsed < .seconds(8 * TestSupport.timingSlack), "\(elapsed)")
+        #expect(elapsed < Self.cut, "\(elapsed)")
     }
 
     static let malformed: [(String, [UInt8], String)] = [
@@ -101,7 +106,7 @@ import Testing
             }
             #expect(why.contains(expected), "\(name): \(why)")
             #expect(messages.isEmpty)
-            #expect(elapsed < .seconds(10 * TestSupport.timingSlack))  // killed, not the 30 s sleep's end
+            #expect(elapsed < Self.cut)
         }
         // Two states in a read's one result: more than one port's worth.
         let state = ModemState(device: Self.spec.path, protocol: .mbim)
