@@ -181,7 +181,11 @@ public final class FakeModemSource: ModemSource {
 }
 
 /// Waits (in real time, for other tasks to run; never for the agent's cadence) until `condition` holds.
-public func eventually(_ what: String = "condition", timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+/// The wait is scaled by `TestSupport.timingSlack`, as the suites' other time bounds are: under a sanitizer the agent
+/// rigs' first lines took over 10 s in a full clean-clone run (the same suites alone: well inside).
+public func eventually(
+    _ what: String = "condition", timeout: Duration = .seconds(10 * TestSupport.timingSlack), _ condition: () async -> Bool
+) async -> Bool {
     let clock = ContinuousClock()
     let end = clock.now + timeout
     while clock.now < end {
