@@ -120,9 +120,12 @@ extension RouteResolver {
     /// The unicast default routes of a family in the tables that make uplinks (`PolicyRule.countedTables`, the main
     /// table always among them), from one RTM_GETROUTE dump. Routes to anything but 0/0 are skipped on their header's
     /// bytes, without being decoded.
-    func defaultRouteDump(_ family: AddressFamily) throws(NetlinkError) -> [ParsedRoute] {
+    /// `rules`: the family's policy rules when the caller has read them already.
+    func defaultRouteDump(_ family: AddressFamily, rules: [PolicyRule]? = nil) throws(NetlinkError) -> [ParsedRoute] {
         if let known = memo?.defaults[family] { return known }
-        let tables = PolicyRule.countedTables(try policyRules(family), family: family)
+        let read: [PolicyRule]
+        if let rules { read = rules } else { read = try policyRules(family) }
+        let tables = PolicyRule.countedTables(read, family: family)
         let routes = try dumpDefaults(family, onlyTable: tables.count == 1 ? tables.first : nil).filter {
             tables.contains($0.table)
         }
@@ -136,14 +139,14 @@ extension RouteResolver {
     /// RTM_GETRULE among them, linux-user/fd-trans.c) costs the uplinks their answer, never the route its own.
     func mainTableDefaults(_ family: AddressFamily) throws(NetlinkError) -> [ParsedRoute] {
         let main = Int(RT_TABLE_MAIN.rawValue)
-        let rulesRead: Bool
+        let rules: [PolicyRule]?
         do throws(NetlinkError) {
-            _ = try policyRules(family)
-            rulesRead = true
+            rules = try policyRules(family)
         } catch {
-            rulesRead = false
+            rules = nil
         }
-        let routes = rulesRead ? try defaultRouteDump(family) : try dumpDefaults(family, onlyTable: main)
+        let routes: [ParsedRoute]
+        if let rules { routes = try defaultRouteDump(family, rules: rules) } else { routes = try dumpDefaults(family, onlyTable: main) }
         return routes.filter { $0.table == main }
     }
 
