@@ -18,6 +18,11 @@ import Testing
         let pid = try #require(Int32(try await sh.readLine(timeout: 10).trimmingCharacters(in: .whitespaces)))
         defer { kill(pid, SIGKILL) }
         #expect(await sh.wait(timeout: 10) == 0)
+        // The pid is known from the fork; until sleep's exec is through, its environ can read empty (execve installs
+        // the new memory before it lays out the environment), so wait for the new program's name.
+        for _ in 0..<200 where ProcFacts.readSmallFile("/proc/\(pid)/comm", limit: 64) != "sleep\n" {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let parent = ProxyWatch.statFields(pid).flatMap { $0.count > 1 ? Int32($0[1]) : nil }
         #expect(parent != nil && parent != getpid())
         #expect(ProxyWatch.startedByReach(pid) == marked)
