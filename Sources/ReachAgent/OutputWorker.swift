@@ -1,7 +1,7 @@
 // What the state writer, the agent's one output that must block (fsync), is built on: a thread of its own, so that a
 // slow disk blocks only that thread, never the hub that writes the report line; and a self-pipe the hub's side pokes
-// after it left something in the writer's mailbox. (The Varlink server is a registration on the event loop, and the
-// hook runner's thread lives only while hooks run.) Posting never blocks: the mailbox is a slot behind a mutex held
+// after it left something in the writer's mailbox. (The Varlink server and the hook runner are registrations on the
+// event loop.) Posting never blocks: the mailbox is a slot behind a mutex held
 // for a few assignments, and the poke is a non-blocking one-byte write (a full pipe means a wake-up is already
 // pending).
 
@@ -50,13 +50,7 @@ final class WorkerEnd: Sendable {
     var isDone: Bool { flag.withLock { $0 } }
 
     func await(timeoutMS: Int64) {
-        let deadline = monotonicMilliseconds() + timeoutMS
-        while !isDone && monotonicMilliseconds() < deadline { Sys.nanosleep(.milliseconds(2)) }
+        let deadline = Sys.monotonicMilliseconds() + timeoutMS
+        while !isDone && Sys.monotonicMilliseconds() < deadline { Sys.nanosleep(.milliseconds(2)) }
     }
-}
-
-/// The deadline clock (ReachSystem's CLOCK_BOOTTIME) in milliseconds, for the workers' own deadlines.
-func monotonicMilliseconds() -> Int64 {
-    let (seconds, attoseconds) = Sys.monotonicNow().components
-    return seconds * 1000 + attoseconds / 1_000_000_000_000_000
 }

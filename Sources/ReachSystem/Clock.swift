@@ -18,6 +18,9 @@ extension Sys {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// The same clock in whole milliseconds, for deadlines kept in milliseconds (poll(2)'s unit).
+    public static func monotonicMilliseconds() -> Int64 { monotonicNanoseconds() / 1_000_000 }
+
     /// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in nanoseconds: what a piece of work costs.
     public static func threadCPUNanoseconds() -> Int64 {
         var ts = timespec()

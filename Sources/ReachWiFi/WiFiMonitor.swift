@@ -339,7 +339,7 @@ final class MonitorLoop: @unchecked Sendable {
     /// Ends the registration and the stream, on the loop's thread.
     func stop() { try? loop.post { [self] in finish() } }
 
-    static func now() -> Int64 { Sys.monotonicNanoseconds() / 1_000_000 }
+    static func now() -> Int64 { Sys.monotonicMilliseconds() }
 
     static func milliseconds(_ d: Duration) -> Int64 {
         let (s, attos) = d.components
