@@ -224,9 +224,9 @@ enum ProxyLauncher {
         return "\(name) (pid \(pid)) did not start listening within \(wait.milliseconds) ms"
     }
 
-    /// Waits for the proxy on a thread of its own, so that it never stays a zombie of a long-running agent.
+    /// Reaps the proxy when it exits (on the event loop), so that it never stays a zombie of a long-running agent.
     private static func reapLater(_ pid: pid_t) {
-        startThread("reap") { _ = Sys.waitpid(pid, block: true) }
+        EventLoop.shared.reapWhenExited(pid)
     }
 }
 

@@ -4,6 +4,7 @@
 // backing-off poll of waitpid.
 
 import Glibc
+import Synchronization
 
 /// How a reaped process ended.
 public enum WaitStatus: Sendable, Equatable {
@@ -69,7 +70,7 @@ extension Sys {
     /// A descriptor that becomes readable when `pid` exits (pidfd_open(2), close-on-exec by the kernel), or nil where
     /// the kernel or C library has none. Looked up at run time: Swift's Glibc module does not declare glibc 2.36's
     /// pidfd_open.
-    static func pidfdOpen(_ pid: pid_t) -> Int32? {
+    public static func pidfdOpen(_ pid: pid_t) -> Int32? {
         guard let open = pidfdOpenFunction else { return nil }
         let fd = open(pid, 0)
         return fd >= 0 ? fd : nil
@@ -108,4 +109,34 @@ extension Sys {
         let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
         return Int32(clamping: ms)
     }
+}
+
+extension EventLoop {
+    /// Reaps the child `pid` once it exits, so that a long-running process keeps no zombie of a program it started
+    /// and let go (a proxy): a pidfd registration on this loop, no thread while the child runs. Where pidfd_open is
+    /// missing, or the loop cannot take the registration, a thread `reach-reap` waits in waitpid instead.
+    public func reapWhenExited(_ pid: pid_t) {
+        if let pidfd = Sys.pidfdOpen(pid) {
+            // Held while registering, so the callback (on the loop's thread) finds its own registration.
+            let registration = Held<Registration?>(nil)
+            let registered = registration.value.withLock { r -> Bool in
+                r = try? register(fd: pidfd, interest: .read) { [self] _ in
+                    // Readable: it has exited. A failure (not our child any more) ends the watch as well.
+                    if case .success(nil) = Sys.waitpid(pid, block: false) { return }
+                    if let r = registration.value.withLock({ $0 }) { cancel(r) }
+                    Sys.close(pidfd)
+                }
+                return r != nil
+            }
+            if registered { return }
+            Sys.close(pidfd)
+        }
+        _ = startThread("reap") { _ = Sys.waitpid(pid, block: true) }
+    }
+}
+
+/// A value behind a lock that escaping closures can share (a Mutex itself cannot be captured by them).
+final class Held<Value: Sendable>: Sendable {
+    let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
 }

@@ -265,6 +265,19 @@ import Testing
         #expect(EventLoopError.badDescriptor(-7).description == "event loop: -7 is not a descriptor")
     }
 
+    /// A child handed to the loop is reaped when it exits (no zombie left: kill(pid, 0) fails with ESRCH only once it
+    /// was reaped), and the loop lets go of it (its thread ends, nothing else being registered).
+    @Test func anExitedChildIsReapedByTheLoop() async throws {
+        try await Self.withLoop { loop in
+            let pid = try Spawn.posix_spawn("/bin/sleep", argv: ["sleep", "0.2"], environment: []).get()
+            loop.reapWhenExited(pid)
+            #expect(kill(pid, 0) == 0, "still running (or a zombie) right after the start")
+            #expect(await Self.eventually { kill(pid, 0) != 0 && errno == ESRCH }, "pid \(pid) was not reaped")
+            #expect(await Self.eventually { !loop.isRunning }, "the loop still holds a registration")
+            #expect(loop.stats.callbacks >= 1)
+        }
+    }
+
     /// The deadline heap against a sorted list: pushes, stale entries, compaction.
     @Test(arguments: [
         [5, 3, 9, 1, 1, 7],
