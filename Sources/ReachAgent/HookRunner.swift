@@ -3,9 +3,9 @@
 // letters, digits, "_" and "-"), each with the line on standard input and REACH_* variables (`HookEnvironment`) in an
 // otherwise empty environment, started with posix_spawn (no shell) as the agent's own user.
 //
-// - A worker thread of its own while hooks run (`reach-hooks`, started by the first event and ended when no event
-//   waits, so an idle agent keeps none): the hub hands over the line and returns; a hook that hangs delays only
-//   later hooks.
+// - Hooks run on the agent's event loop (`EventLoop.shared`), no thread of their own: the hub hands over the line
+//   and returns; the program's standard error, its exit (a pidfd) and its time limits are registrations on the loop,
+//   so a hook that hangs delays only later hooks, never the routes or the API the loop also serves.
 //   The queue is one event deep: when hooks fall behind, waiting events collapse to the latest and the log says how
 //   many were skipped (the hooks always see the newest state once the changes stop).
 // - A hook that runs past `hook_timeout_seconds` gets SIGTERM, then SIGKILL two seconds later, sent to its process
@@ -71,26 +71,37 @@ public final class HookRunner: Sendable {
         var skippedSinceRun = 0
         var stopping = false
         var busy = false
-        /// The worker thread runs (from the first waiting event until none waits).
+        /// Programs are started for the events, from the first waiting event until none waits.
         var working = false
+    }
+
+    /// One program to run for an event.
+    private struct Job: Sendable {
+        var path: String
+        var argv: [String]
+        var environment: [String]
+        var stdin: [UInt8]
+        var seq: String
     }
 
     private let settings: Settings
     private let logger: Logger
+    private let loop: EventLoop
     private let mailbox = Mutex(Mailbox())
     private let statsBox = Mutex(Stats())
     /// The process group of the program running now (0: none), for `stop`.
     private let running = Mutex<pid_t>(0)
 
-    /// A runner (no thread until the first event). Optional for the callers that handle a runner that could not be
-    /// made; this one always can.
-    public static func start(_ settings: Settings, logger: Logger) -> HookRunner? {
-        HookRunner(settings: settings, logger: logger)
+    /// A runner on `loop` (nothing registered until the first event). Optional for the callers that handle a runner
+    /// that could not be made; this one always can.
+    public static func start(_ settings: Settings, logger: Logger, loop: EventLoop = .shared) -> HookRunner? {
+        HookRunner(settings: settings, logger: logger, loop: loop)
     }
 
-    private init(settings: Settings, logger: Logger) {
+    private init(settings: Settings, logger: Logger, loop: EventLoop) {
         self.settings = settings
         self.logger = logger
+        self.loop = loop
     }
 
     public var stats: Stats { statsBox.withLock { $0 } }
@@ -112,10 +123,12 @@ public final class HookRunner: Sendable {
         }
         statsBox.withLock { $0.events += 1 }
         guard start else { return }
-        if !startThread("hooks", { [self] in run() }) {
-            // No thread to be had now: the event waits, and the next one tries again.
+        do {
+            try loop.post { [self] in next() }
+        } catch {
+            // No loop to be had now (no thread): the event waits, and the next one tries again.
             mailbox.withLock { $0.working = false }
-            logger.warning("Hooks delayed: no thread could be started for them", metadata: ["errno": "\(EAGAIN)"])
+            logger.warning("Hooks delayed: the event loop could not take them", metadata: ["error": "\(error)"])
         }
     }
 
@@ -125,49 +138,70 @@ public final class HookRunner: Sendable {
         mailbox.withLock { $0.stopping = true }
         let group = running.withLock { $0 }
         if group > 0 { Sys.kill(-group, SIGTERM) }
-        let deadline = monotonicMilliseconds() + timeoutMS
-        while mailbox.withLock({ $0.working }) && monotonicMilliseconds() < deadline { Sys.nanosleep(.milliseconds(2)) }
+        // The loop ends the program's run once it exits; on the loop's own thread nothing can, so no wait there.
+        let deadline = Sys.monotonicMilliseconds() + timeoutMS
+        while !loop.isLoopThread && mailbox.withLock({ $0.working }) && Sys.monotonicMilliseconds() < deadline {
+            Sys.nanosleep(.milliseconds(2))
+        }
         let left = running.withLock { $0 }
         if left > 0 { Sys.kill(-left, SIGKILL) }
     }
 
-    /// The worker thread: runs the hooks for the waiting event until none waits (or the runner stops), then ends.
-    private func run() {
-        while true {
-            let (event, skipped) = mailbox.withLock { m -> (Event?, Int) in
-                let taken = m.stopping ? (nil, 0) : (m.pending, m.skippedSinceRun)
-                m.pending = nil
-                m.skippedSinceRun = 0
-                m.busy = taken.0 != nil
-                if taken.0 == nil { m.working = false }
-                return taken
-            }
-            guard let event else { return }
-            if skipped > 0 {
-                statsBox.withLock { $0.skipped += UInt64(skipped) }
-                logger.notice(
-                    "Hooks fell behind; earlier change events were skipped, running the latest",
-                    metadata: ["hooks.skipped": "\(skipped)", "event.seq": "\(event.seq)"])
-            }
-            runAll(event)
-            mailbox.withLock { $0.busy = false }
+    /// On the loop: starts the programs for the waiting event, or ends the work when none waits (or the runner
+    /// stops).
+    private func next() {
+        let (event, skipped) = mailbox.withLock { m -> (Event?, Int) in
+            let taken = m.stopping ? (nil, 0) : (m.pending, m.skippedSinceRun)
+            m.pending = nil
+            m.skippedSinceRun = 0
+            m.busy = taken.0 != nil
+            if taken.0 == nil { m.working = false }
+            return taken
         }
+        guard let event else { return }
+        if skipped > 0 {
+            statsBox.withLock { $0.skipped += UInt64(skipped) }
+            logger.notice(
+                "Hooks fell behind; earlier change events were skipped, running the latest",
+                metadata: ["hooks.skipped": "\(skipped)", "event.seq": "\(event.seq)"])
+        }
+        runJobs(jobs(for: event)[...])
     }
 
-    private func runAll(_ event: Event) {
+    private func jobs(for event: Event) -> [Job] {
         let stdin = Array((event.line + "\n").utf8)
         let environment = event.environment.map { "\($0.0)=\($0.1)" } + ["PATH=\(HookEnvironment.path)"]
-        for hook in hooks() {
-            _ = execute(hook, argv: [hook], environment: environment, stdin: stdin, seq: event.seq)
-        }
+        var jobs = hooks().map { Job(path: $0, argv: [$0], environment: environment, stdin: stdin, seq: event.seq) }
         if let ubus = settings.ubus {
-            _ = execute(ubus, argv: [ubus, "send", "reach.change", event.line], environment: ["PATH=\(HookEnvironment.path)"],
-                        stdin: [], seq: event.seq)
+            jobs.append(Job(
+                path: ubus, argv: [ubus, "send", "reach.change", event.line],
+                environment: ["PATH=\(HookEnvironment.path)"], stdin: [], seq: event.seq))
         }
         if let hotplug = settings.hotplugCall {
-            _ = execute(hotplug, argv: [hotplug, "reach"], environment: environment + ["ACTION=change"], stdin: stdin,
-                        seq: event.seq)
+            jobs.append(Job(
+                path: hotplug, argv: [hotplug, "reach"], environment: environment + ["ACTION=change"], stdin: stdin,
+                seq: event.seq))
         }
+        return jobs
+    }
+
+    /// On the loop: starts the first of `jobs`; when it has ended, the rest; after the last, the next event (a post,
+    /// so the stack does not grow with the events).
+    private func runJobs(_ jobs: ArraySlice<Job>) {
+        guard let job = jobs.first, !mailbox.withLock({ $0.stopping }) else {
+            mailbox.withLock { $0.busy = false }
+            do { try loop.post { [self] in next() } } catch { mailbox.withLock { $0.working = false } }
+            return
+        }
+        statsBox.withLock { $0.runs += 1 }
+        HookProcess.start(
+            job.path, argv: job.argv, environment: job.environment, stdin: job.stdin, settings: settings, loop: loop,
+            started: { [self] pid in running.withLock { $0 = pid } },
+            finished: { [self] result in
+                running.withLock { $0 = 0 }
+                report(result, path: job.path, seq: job.seq)
+                runJobs(jobs.dropFirst())
+            })
     }
 
     /// The hooks to run now, in name order; refused ones are logged and counted.
@@ -217,28 +251,22 @@ public final class HookRunner: Sendable {
 
     // MARK: - One program
 
-    struct Outcome {
+    struct Outcome: Sendable {
         var status: Int32
         var timedOut: Bool
         var output: [UInt8]
         var droppedBytes: Int
     }
 
-    /// Runs one program to its end (or its timeout) and logs a failure. Nil when it could not be started.
-    @discardableResult
-    func execute(_ path: String, argv: [String], environment: [String], stdin: [UInt8], seq: String) -> Outcome? {
-        statsBox.withLock { $0.runs += 1 }
+    /// Logs a program that could not start or failed (exit status, signal or timeout) and counts it.
+    private func report(_ result: Result<Outcome, HookProcess.Failure>, path: String, seq: String) {
         let outcome: Outcome
-        let spawned = Self.spawnAndWait(
-            path, argv: argv, environment: environment, stdin: stdin, settings: settings,
-            started: { pid in self.running.withLock { $0 = pid } })
-        running.withLock { $0 = 0 }
-        switch spawned {
+        switch result {
         case let .success(o): outcome = o
         case let .failure(e):
             statsBox.withLock { $0.failures += 1 }
             logger.warning("Hook could not be started", metadata: ["hook": "\(path)", "event.seq": "\(seq)", "error": "\(e)"])
-            return nil
+            return
         }
         if outcome.timedOut { statsBox.withLock { $0.timeouts += 1 } }
         if outcome.status != 0 || outcome.timedOut {
@@ -252,110 +280,17 @@ public final class HookRunner: Sendable {
         } else {
             logger.debug("Hook ran", metadata: ["hook": "\(path)", "event.seq": "\(seq)"])
         }
-        return outcome
     }
 
-    /// posix_spawn in a process group of its own with an empty signal mask and default dispositions, stdin from a
-    /// pipe holding `stdin`, stdout to /dev/null, stderr to a pipe read here; every other descriptor closed.
+    /// Runs one program to its end (or its timeout) on `loop`, for callers outside the runner (tests).
     static func spawnAndWait(
         _ path: String, argv: [String], environment: [String], stdin: [UInt8], settings: Settings,
-        started: (pid_t) -> Void = { _ in }
-    ) -> Result<Outcome, SystemError> {
-        let input: (read: Int32, write: Int32)
-        let errors: (read: Int32, write: Int32)
-        switch Sys.pipe() {
-        case let .success(p): input = p
-        case let .failure(e): return .failure(e)
+        loop: EventLoop = .shared
+    ) async -> Result<Outcome, HookProcess.Failure> {
+        await withCheckedContinuation { continuation in
+            HookProcess.start(
+                path, argv: argv, environment: environment, stdin: stdin, settings: settings, loop: loop,
+                finished: { continuation.resume(returning: $0) })
         }
-        switch Sys.pipe() {
-        case let .success(p): errors = p
-        case let .failure(e):
-            Sys.close(input.read)
-            Sys.close(input.write)
-            return .failure(e)
-        }
-        defer { Sys.close(errors.read) }
-        // The line goes into the pipe before the hook starts (grown past the default 64 KiB when the line needs it);
-        // the hook reads it, then end of file.
-        if stdin.count > 65536 { _ = Sys.setPipeSize(input.write, min(stdin.count, 1 << 20), path: nil) }
-        _ = Sys.setNonBlocking(input.write, true, path: nil)
-        _ = stdin.withUnsafeBytes { Sys.write(input.write, $0, path: nil) }
-        Sys.close(input.write)
-
-        // A process group of its own (a timeout kills the group), stdin from the pipe, stdout to /dev/null, stderr
-        // to a pipe read here. ETXTBSY (the file still open for writing somewhere: being installed, or its writer's
-        // descriptor inherited by a child another thread started before it was closed) passes within milliseconds,
-        // or within a second on a loaded machine: retried for up to 1.1 s.
-        let spawned = Spawn.posix_spawn(
-            path, argv: argv, environment: environment,
-            actions: [.dup2(from: input.read, to: 0), .null(1), .dup2(from: errors.write, to: 2)],
-            flags: [.cleanSignals, .newProcessGroup], busyRetry: .milliseconds(1100))
-        Sys.close(input.read)
-        Sys.close(errors.write)
-        let pid: pid_t
-        switch spawned {
-        case let .success(p): pid = p
-        case let .failure(e): return .failure(e)
-        }
-        started(pid)
-
-        // Our end only: the hook's stderr stays blocking for the hook.
-        let readFD = errors.read
-        _ = Sys.setNonBlocking(readFD, true, path: nil)
-        var kept: [UInt8] = []
-        var dropped = 0
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        var readOpen = true
-        func drain() {
-            while readOpen {
-                switch buffer.withUnsafeMutableBytes({ Sys.read(readFD, into: $0, path: nil) }) {
-                case let .success(n) where n > 0:
-                    let room = max(0, settings.outputLimit - kept.count)
-                    kept += buffer[0..<min(n, room)]
-                    dropped += n - min(n, room)
-                case .success: readOpen = false
-                case .failure: return  // EAGAIN: nothing more for now (EINTR is retried by Sys.read)
-                }
-            }
-        }
-        let start = monotonicMilliseconds()
-        let timeout = Int64(settings.timeoutSeconds * 1000)
-        let grace = Int64(settings.killGraceSeconds * 1000)
-        var signalled = 0  // 0 none, 1 SIGTERM, 2 SIGKILL
-        var status: Int32?
-        var exitedAt: Int64 = 0
-        while true {
-            let now = monotonicMilliseconds()
-            if status == nil {
-                switch Sys.waitpid(pid, block: false) {
-                case let .success(ended?):
-                    status = ended.shellStatus
-                    exitedAt = now
-                case .success(nil): break
-                case .failure:
-                    status = -1
-                    exitedAt = now
-                }
-            }
-            if status == nil {
-                if signalled == 0 && now - start >= timeout {
-                    Sys.kill(-pid, SIGTERM)
-                    signalled = 1
-                } else if signalled == 1 && now - start >= timeout + grace {
-                    Sys.kill(-pid, SIGKILL)
-                    signalled = 2
-                }
-            } else {
-                // Done: whatever it started in its group goes too when it timed out; its stderr is read a little longer
-                // (a child still holding it open must not keep us here).
-                if signalled > 0 { Sys.kill(-pid, SIGKILL) }
-                if !readOpen || now - exitedAt > 100 { break }
-            }
-            // Wakes for the hook's output, else every 20 ms to look at its exit and the time limits; with its stderr
-            // closed, only the 20 ms.
-            if readOpen { _ = Sys.poll(readFD, Int16(POLLIN), timeoutMs: 20) } else { Sys.nanosleep(.milliseconds(20)) }
-            drain()
-        }
-        return .success(Outcome(status: status ?? -1, timedOut: signalled > 0, output: kept, droppedBytes: dropped))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ReachCore
 import ReachLog
+import ReachSystem
 import ReachTestSupport
 import Testing
 
@@ -99,9 +100,15 @@ import Testing
         // Ignores SIGTERM, so only the SIGKILL ends it; its child sleeps in the background.
         try Self.script(dir, "hang", "trap '' TERM; sleep 600 & echo $! > \(dir)/child; echo $$ > \(dir)/self; while :; do sleep 1; done")
         let settings = HookRunner.Settings(directory: nil, timeoutSeconds: 1)
+        // Followed on a loop of the test's own: the SIGTERM and SIGKILL deadlines and the exit are its callbacks.
+        let loop = EventLoop(role: "hook-test")
+        defer { loop.stop() }
         let start = ContinuousClock.now
-        let outcome = try HookRunner.spawnAndWait(dir + "/hang", argv: [dir + "/hang"], environment: [], stdin: [], settings: settings).get()
+        let outcome = try await HookRunner.spawnAndWait(
+            dir + "/hang", argv: [dir + "/hang"], environment: [], stdin: [], settings: settings, loop: loop).get()
         let took = ContinuousClock.now - start
+        #expect(loop.stats.callbacks >= 3, "\(loop.stats)")
+        #expect(await TestSupport.eventually(timeout: 5) { !loop.isRunning }, "the run left a registration behind")
         #expect(outcome.timedOut)
         #expect(outcome.status == 128 + SIGKILL)
         #expect(took >= .seconds(3) && took < .seconds(10), "\(took)")
@@ -135,7 +142,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Self.script(dir, "flood", "yes floodfloodflood & yes floodfloodflood >&2")
         let settings = HookRunner.Settings(directory: nil, timeoutSeconds: 2)
-        let outcome = try HookRunner.spawnAndWait(dir + "/flood", argv: [dir + "/flood"], environment: [], stdin: [], settings: settings).get()
+        let outcome = try await HookRunner.spawnAndWait(dir + "/flood", argv: [dir + "/flood"], environment: [], stdin: [], settings: settings).get()
         #expect(outcome.timedOut)
         #expect(outcome.output.count == settings.outputLimit)
         #expect(outcome.droppedBytes > 1 << 20, "\(outcome.droppedBytes) bytes read and dropped")
