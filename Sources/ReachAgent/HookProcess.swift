@@ -36,8 +36,6 @@ final class HookProcess: Sendable {
         var done = false
         var output: EventLoop.Registration?
         var exit: EventLoop.Registration?
-        var timer: EventLoop.Registration?
-        var timerAt: Int64?
     }
 
     /// ETXTBSY (the program still open for writing somewhere: being installed, or its writer's descriptor inherited
@@ -58,6 +56,8 @@ final class HookProcess: Sendable {
     private let loop: EventLoop
     private let finished: Finished
     private let state = Mutex(State())
+    /// The next moment something is due: a time limit, the end of the output's grace, or (without a pidfd) a look.
+    private let timer: LoopTimer
 
     private init(
         pid: pid_t, errorFD: Int32, pidFD: Int32, settings: HookRunner.Settings, loop: EventLoop, finished: @escaping Finished
@@ -71,6 +71,7 @@ final class HookProcess: Sendable {
         outputLimit = settings.outputLimit
         self.loop = loop
         self.finished = finished
+        timer = LoopTimer(loop: loop)
     }
 
     /// Starts `path` in a process group of its own with an empty signal mask and default dispositions, stdin from a
@@ -266,41 +267,22 @@ final class HookProcess: Sendable {
     }
 
     private func setTimer(_ at: Int64?) {
-        let old = state.withLock { s -> EventLoop.Registration? in
-            guard s.timerAt != at else { return nil }
-            defer {
-                s.timer = nil
-                s.timerAt = nil
-            }
-            return s.timer
-        }
-        if let old { loop.cancel(old) }
-        guard let at, state.withLock({ $0.timerAt == nil && $0.timer == nil }) else { return }
-        let timer = try? loop.schedule(at: at) { [self] in
-            state.withLock {
-                $0.timer = nil
-                $0.timerAt = nil
-            }
+        timer.set(at: at) { [self] in
             if pidFD < 0 { reap() }
             drain()
             settle()
         }
-        state.withLock {
-            $0.timer = timer
-            $0.timerAt = timer == nil ? nil : at
-        }
     }
 
     private func finish() {
+        timer.set(at: nil)
         let (registrations, outcome) = state.withLock { s in
             defer {
                 s.output = nil
                 s.exit = nil
-                s.timer = nil
-                s.timerAt = nil
             }
             return (
-                [s.output, s.exit, s.timer].compactMap { $0 },
+                [s.output, s.exit].compactMap { $0 },
                 HookRunner.Outcome(
                     status: s.status ?? -1, timedOut: s.signalled > 0, output: s.kept, droppedBytes: s.dropped))
         }

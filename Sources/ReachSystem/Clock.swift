@@ -18,6 +18,12 @@ extension Sys {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
+    /// `d` in nanoseconds, the unit of `monotonicNanoseconds` and the event loop's deadlines.
+    public static func nanoseconds(_ d: Duration) -> Int64 {
+        let (seconds, attoseconds) = d.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
     /// The same clock in whole milliseconds, for deadlines kept in milliseconds (poll(2)'s unit).
     public static func monotonicMilliseconds() -> Int64 { monotonicNanoseconds() / 1_000_000 }
 

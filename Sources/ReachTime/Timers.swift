@@ -62,7 +62,6 @@ public final class Timers: Sendable {
 
     /// Returns after `duration`, or throws CancellationError as soon as the task is cancelled.
     public func sleep(for duration: Duration) async throws {
-        let (s, attos) = duration.components
-        try await sleep(until: Self.now() + s * 1_000_000_000 + attos / 1_000_000_000)
+        try await sleep(until: Self.now() + Sys.nanoseconds(duration))
     }
 }
