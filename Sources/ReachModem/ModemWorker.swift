@@ -110,33 +110,91 @@ struct WorkerTiming: Sendable, Equatable {
     }
 }
 
-/// One worker process, supervised on a thread of its own.
+/// One worker process, supervised on the event loop: its socket is a read registration, its silence, deadline and
+/// stop limits one timer, and its exit, once it is ending, a pidfd (without pidfd_open, a 10 ms look with
+/// waitpid(WNOHANG)). It is spawned from the loop's thread: the worker's parent-death signal (PR_SET_PDEATHSIG, set
+/// in the worker) follows the thread that spawned it, and the loop's thread lives as long as something is registered
+/// on it, this worker's socket or exit among them.
 final class WorkerProcess: Sendable {
     /// This process's modem workers from their start until they are reaped: each holds the port it reads, and
     /// `ProcFacts.holders` does not name one as another reader of it.
     static let running = Mutex<Set<pid_t>>([])
 
-    let pid: pid_t
-    private let fd: Int32
-    private let stopRequested = Atomic<Bool>(false)
+    typealias Ended = @Sendable (WorkerEnd, String?) -> Void
 
-    private init(pid: pid_t, fd: Int32) {
-        self.pid = pid
-        self.fd = fd
+    private enum Phase {
+        case reading
+        /// Its socket closed: it is exiting. `verdict` is the end to report whatever its status says (a refusal).
+        case exiting(since: Int64, verdict: WorkerEnd?)
+        /// Killed by us for `end`: waiting for the kernel to finish it.
+        case killed(WorkerEnd)
+        case done
     }
 
-    /// Starts `launch` with `request` on a fresh socket.
-    static func start(_ launch: ModemWorkerLaunch, request: WorkerRequest, label: String) -> Result<WorkerProcess, WorkerEnd> {
+    private struct State {
+        var phase = Phase.reading
+        var buffer = WireFrameBuffer(maxPayload: WorkerLimits.maxPayload)
+        var lastFrame: Int64
+        var heardAny = false
+        var stopSince: Int64?
+        var fatalLog: String?
+        var socket: EventLoop.Registration?
+        var exit: EventLoop.Registration?
+    }
+
+    private static let stopGrace: Int64 = 2_000_000_000
+    private static let exitGrace: Int64 = 2_000_000_000
+    private static let lookInterval: Int64 = 10_000_000
+
+    let pid: pid_t
+    private let fd: Int32
+    /// -1: no pidfd here.
+    private let pidFD: Int32
+    private let timing: WorkerTiming
+    private let loop: EventLoop
+    private let startedAt: Int64
+    private let deliver: @Sendable (WorkerMessage) -> Void
+    private let ended: Ended
+    private let stopRequested = Atomic<Bool>(false)
+    private let state: Mutex<State>
+    private let timer: LoopTimer
+
+    private init(
+        pid: pid_t, fd: Int32, timing: WorkerTiming, loop: EventLoop, deliver: @escaping @Sendable (WorkerMessage) -> Void,
+        ended: @escaping Ended
+    ) {
+        self.pid = pid
+        self.fd = fd
+        pidFD = Sys.pidfdOpen(pid) ?? -1
+        self.timing = timing
+        self.loop = loop
+        startedAt = EventLoop.now()
+        self.deliver = deliver
+        self.ended = ended
+        state = Mutex(State(lastFrame: startedAt))
+        timer = LoopTimer(loop: loop)
+    }
+
+    /// Starts `launch` with `request` on a fresh socket and supervises it on `loop`, handing each message but
+    /// heartbeats to `deliver`; `ended` runs once, last, with how it ended and the last GLib error it reported (the
+    /// worker reaped). Call it on the loop's thread. Nil when it could not be started (`ended` has run).
+    static func start(
+        _ launch: ModemWorkerLaunch, request: WorkerRequest, label: String, timing: WorkerTiming, loop: EventLoop,
+        deliver: @escaping @Sendable (WorkerMessage) -> Void, ended: @escaping Ended
+    ) -> WorkerProcess? {
         let frame: [UInt8]
         do {
             frame = try WireFrame.encode(request)
         } catch {
-            return .failure(.notStarted("cannot encode the request: \(error)"))
+            ended(.notStarted("cannot encode the request: \(error)"), nil)
+            return nil
         }
         let pair: (ours: Int32, child: Int32)
         switch Sys.socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue)) {
         case let .success(p): pair = p
-        case let .failure(e): return .failure(.notStarted("\(e)"))
+        case let .failure(e):
+            ended(.notStarted("\(e)"), nil)
+            return nil
         }
         // Standard input from /dev/null, standard output onto standard error (a worker's words are log lines), the
         // socket as fd 3, nothing else of ours. The child's end is copied above 3 first: fds 0-3 are overwritten.
@@ -154,122 +212,220 @@ final class WorkerProcess: Sendable {
         case let .success(p): pid = p
         case let .failure(e):
             Sys.close(pair.ours)
-            return .failure(.notStarted(e.call == "posix_spawn" ? "\(launch.executable): \(e.reason)" : "\(e)"))
+            ended(.notStarted(e.call == "posix_spawn" ? "\(launch.executable): \(e.reason)" : "\(e)"), nil)
+            return nil
         }
         WorkerProcess.running.withLock { _ = $0.insert(pid) }
-        let process = WorkerProcess(pid: pid, fd: pair.ours)
-        // The request is small and the socket buffer empty: this write does not block on a live child.
+        // The request is small and the socket buffer empty: this write does not block on a live child. When it fails
+        // the worker is gone already (it could not run, or died at once): the supervision says how it ended.
+        var held = timing
         if case .failure = Sys.sendAll(pair.ours, frame, path: nil) {
-            // It is gone already (it could not run, or died at once): say how it ended.
-            return .failure(process.supervise(WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)) { _ in }.0)
+            held = WorkerTiming(requestTimeout: .seconds(1), readTimeout: nil)
         }
-        return .success(process)
-    }
-
-    /// Asks the worker to finish (it sees end of file, stops its job and exits); `supervise` kills it if it has not
-    /// gone 2 s later.
-    func stop() {
-        if !stopRequested.exchange(true, ordering: .acquiringAndReleasing) { _ = Sys.shutdown(fd, Int32(SHUT_WR), path: nil) }
-    }
-
-    /// Reads the worker's frames until it ends, handing each message but heartbeats to `deliver`, and kills it on
-    /// silence, a malformed frame, an overrun deadline or a stop it does not honour. Blocking: call it on a thread
-    /// of its own. Returns how the worker ended, with the last GLib error it reported; the worker is reaped.
-    func supervise(_ timing: WorkerTiming, deliver: (WorkerMessage) -> Void) -> (WorkerEnd, String?) {
-        defer { Sys.close(fd) }
-        let clock = ContinuousClock()
-        let started = clock.now
-        var lastFrame = started
-        var heardAny = false
-        var stopSince: ContinuousClock.Instant?
-        var buffer = WireFrameBuffer(maxPayload: WorkerLimits.maxPayload)
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        var fatalLog: String?
-
-        func kill(_ end: WorkerEnd) -> (WorkerEnd, String?) {
+        let process = WorkerProcess(pid: pid, fd: pair.ours, timing: held, loop: loop, deliver: deliver, ended: ended)
+        if let e = process.arm() {
+            // No loop to watch it on: it must not run unwatched.
             Sys.kill(pid, SIGKILL)
-            reap()
-            return (end, fatalLog)
+            _ = Sys.waitpid(pid, block: true)
+            process.forget()
+            process.closeDescriptors()
+            ended(.notStarted("\(e)"), nil)
+            return nil
         }
+        return process
+    }
 
-        while true {
-            let now = clock.now
-            if stopRequested.load(ordering: .acquiring), stopSince == nil { stopSince = now }
-            let silenceLimit = heardAny ? timing.silence : timing.startup
-            var due = lastFrame + silenceLimit
-            if let d = timing.deadline { due = min(due, started + d) }
-            if let s = stopSince { due = min(due, s + .seconds(2)) }
-            if now >= due {
-                if let s = stopSince, now >= s + .seconds(2) { return kill(.hung(.seconds(2))) }
-                if let d = timing.deadline, now >= started + d { return kill(.overran(d)) }
-                return kill(.hung(silenceLimit))
-            }
-            // Wake at least every 100 ms to notice a stop request.
-            let wait = min(due - now, .milliseconds(100))
-            switch Sys.poll(fd, Int16(POLLIN), timeoutMs: max(1, Sys.milliseconds(wait))) {
-            case .success(0): continue
-            case .success: break
-            case let .failure(e): return kill(.malformed("\(e)"))
-            }
-            let n: Int
-            switch chunk.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }) {
-            case let .success(count): n = count
-            case let .failure(e) where e.errno == ECONNRESET: n = 0
-            case let .failure(e): return kill(.socketFailed("\(e)"))
-            }
-            if n == 0 {
-                // End of file, or ECONNRESET (it died with our request unread): the worker is exiting, or closed its
-                // socket, which only an exiting worker does. Its status says how it ended.
-                return (reapExiting(), fatalLog)
-            }
-            buffer.append(chunk[0..<n])
-            do {
-                while let payload = try buffer.next() {
+    /// Asks the worker to finish (it sees end of file, stops its job and exits); it is killed if it has not gone 2 s
+    /// later. From any thread.
+    func stop() {
+        if !stopRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = Sys.shutdown(fd, Int32(SHUT_WR), path: nil)
+            try? loop.post { [self] in settle() }
+        }
+    }
+
+    private func arm() -> EventLoopError? {
+        do {
+            let socket = try loop.register(fd: fd, interest: .read) { [self] _ in readSocket() }
+            state.withLock { $0.socket = socket }
+        } catch {
+            return error
+        }
+        settle()
+        return nil
+    }
+
+    /// One read of the socket: its frames, or its end.
+    private func readSocket() {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let n: Int
+        switch chunk.withUnsafeMutableBytes({ Sys.recv(fd, into: $0, path: nil) }) {
+        case let .success(count): n = count
+        case let .failure(e) where e.errno == ECONNRESET: n = 0
+        case let .failure(e) where e.errno == EAGAIN: return
+        case let .failure(e): return kill(.socketFailed("\(e)"))
+        }
+        if n == 0 {
+            // End of file, or ECONNRESET (it died with our request unread): the worker is exiting, or closed its
+            // socket, which only an exiting worker does. Its status says how it ended.
+            return awaitExit(verdict: nil)
+        }
+        var messages: [WorkerMessage] = []
+        var outcome: (kill: WorkerEnd?, refused: WorkerEnd?) = (nil, nil)
+        state.withLock { s in
+            s.buffer.append(chunk[0..<n])
+            do throws(WireError) {
+                while let payload = try s.buffer.next() {
                     let message = try WireCodec.decode(WorkerMessage.self, from: payload, limits: WorkerLimits.wire)
-                    lastFrame = clock.now
-                    heardAny = true
+                    s.lastFrame = EventLoop.now()
+                    s.heardAny = true
                     switch message {
                     case .heartbeat:
                         continue
                     case let .fatalLog(domain, text):
-                        fatalLog = "\(domain): \(String(text.prefix(200)))"
+                        s.fatalLog = "\(domain): \(String(text.prefix(200)))"
                     case let .result(_, states) where states.count > WorkerLimits.maxStates:
-                        return kill(.malformed("\(states.count) states in one result"))
+                        outcome.kill = .malformed("\(states.count) states in one result")
+                        return
                     case let .refused(why):
-                        _ = reapExiting()
-                        return (.refused(String(why.prefix(200))), fatalLog)
+                        outcome.refused = .refused(String(why.prefix(200)))
+                        return
                     default:
                         break
                     }
-                    deliver(message)
+                    messages.append(message)
                 }
             } catch {
-                return kill(.malformed(error.message))
+                outcome.kill = .malformed(error.message)
             }
         }
+        for m in messages { deliver(m) }
+        if let end = outcome.kill { return kill(end) }
+        if let end = outcome.refused { return awaitExit(verdict: end) }
+        settle()
     }
 
-    /// Reaps a worker that is exiting (its socket closed): how it ended, or `.lingered` when it had not exited 2 s
-    /// later and was killed (its status would then only say SIGKILL, which was ours).
-    private func reapExiting() -> WorkerEnd {
-        switch Sys.waitpid(pid, timeout: .seconds(2)) {
-        case let .success(status?):
-            forget()
-            return WorkerProcess.end(status)
-        case .failure:
-            forget()
-            return .exited(-1)
-        case .success(nil):
+    /// The limits of the reading phase (silence, the read's deadline, a stop not honoured), or the exit's grace.
+    private func settle() {
+        let now = EventLoop.now()
+        let stopping = stopRequested.load(ordering: .acquiring)
+        enum Step { case wait(Int64?), kill(WorkerEnd), linger(WorkerEnd) }
+        let step = state.withLock { s -> Step in
+            switch s.phase {
+            case .reading:
+                if stopping && s.stopSince == nil { s.stopSince = now }
+                let silence = s.heardAny ? timing.silence : timing.startup
+                var due = s.lastFrame + Sys.nanoseconds(silence)
+                let deadline = timing.deadline.map { startedAt + Sys.nanoseconds($0) }
+                if let d = deadline { due = min(due, d) }
+                if let stop = s.stopSince { due = min(due, stop + Self.stopGrace) }
+                guard now >= due else { return .wait(due) }
+                if let stop = s.stopSince, now >= stop + Self.stopGrace { return .kill(.hung(.seconds(2))) }
+                if let d = timing.deadline, let at = deadline, now >= at { return .kill(.overran(d)) }
+                return .kill(.hung(silence))
+            case let .exiting(since, verdict):
+                if now >= since + Self.exitGrace { return .linger(verdict ?? .lingered(.seconds(2))) }
+                return .wait(min(since + Self.exitGrace, pidFD < 0 ? now + Self.lookInterval : .max))
+            case .killed:
+                return .wait(pidFD < 0 ? now + Self.lookInterval : nil)
+            case .done:
+                return .wait(nil)
+            }
+        }
+        switch step {
+        case let .wait(at):
+            timer.set(at: at) { [self] in
+                if pidFD < 0 { reap() }
+                settle()
+            }
+        case let .kill(end): kill(end)
+        case let .linger(end):
+            // It closed its socket but has not exited: killed, and its status (our SIGKILL) says nothing.
             Sys.kill(pid, SIGKILL)
-            reap()
-            return .lingered(.seconds(2))
+            state.withLock { $0.phase = .killed(end) }
+            settle()
         }
     }
 
-    /// Waits for the worker to end after a SIGKILL of ours (its status then says nothing we do not know).
+    /// Kills the worker for `end` and waits for the kernel to finish it.
+    private func kill(_ end: WorkerEnd) {
+        Sys.kill(pid, SIGKILL)
+        state.withLock { $0.phase = .killed(end) }
+        stopReading()
+        watchExit()
+        settle()
+    }
+
+    /// Its socket closed (or it refused its request): it is exiting; its status decides, unless `verdict` does.
+    private func awaitExit(verdict: WorkerEnd?) {
+        state.withLock { $0.phase = .exiting(since: EventLoop.now(), verdict: verdict) }
+        stopReading()
+        watchExit()
+        reap()
+        settle()
+    }
+
+    private func stopReading() {
+        if let r = state.withLock({ s -> EventLoop.Registration? in defer { s.socket = nil }; return s.socket }) {
+            loop.cancel(r)
+        }
+    }
+
+    /// The exit as a pidfd registration (without a pidfd, `settle` looks every 10 ms).
+    private func watchExit() {
+        guard pidFD >= 0, state.withLock({ $0.exit == nil }) else { return }
+        let exit = try? loop.register(fd: pidFD, interest: .read) { [self] _ in reap() }
+        state.withLock { $0.exit = exit }
+        if exit == nil {
+            // The loop cannot take it: wait here, briefly blocked (the worker is exiting or killed).
+            let status = (try? Sys.waitpid(pid, block: true).get()) ?? nil
+            finish(status: status)
+        }
+    }
+
+    /// Reaps the worker when it has exited, and finishes. Only once it is ending: while it is read, its exit is seen
+    /// as the end of its socket, after the frames it sent last.
     private func reap() {
-        _ = Sys.waitpid(pid, block: true)
+        switch state.withLock({ $0.phase }) {
+        case .exiting, .killed: break
+        case .reading, .done: return
+        }
+        switch Sys.waitpid(pid, block: false) {
+        case .success(nil): return
+        case let .success(status?): finish(status: status)
+        case .failure: finish(status: nil)
+        }
+    }
+
+    private func finish(status: WaitStatus?) {
+        let end = state.withLock { s -> WorkerEnd? in
+            let end: WorkerEnd?
+            switch s.phase {
+            case .reading, .done: end = nil
+            case let .exiting(_, verdict): end = verdict ?? status.map(WorkerProcess.end) ?? .exited(-1)
+            case let .killed(e): end = e
+            }
+            if end != nil { s.phase = .done }
+            return end
+        }
+        guard let end else { return }
+        timer.set(at: nil)
+        let registrations = state.withLock { s -> [EventLoop.Registration] in
+            defer {
+                s.socket = nil
+                s.exit = nil
+            }
+            return [s.socket, s.exit].compactMap { $0 }
+        }
+        for r in registrations { loop.cancel(r) }
         forget()
+        closeDescriptors()
+        ended(end, state.withLock { $0.fatalLog })
+    }
+
+    private func closeDescriptors() {
+        Sys.close(fd)
+        if pidFD >= 0 { Sys.close(pidFD) }
     }
 
     /// Reaped (or beyond reaping): no longer one of `running`.
@@ -311,9 +467,9 @@ enum WorkerRun {
     /// Starts a worker for `job` and streams what it says, ending with `.ended`. Cancelling the consumer stops the
     /// worker (end of file on its socket, SIGKILL 2 s later).
     ///
-    /// The worker is spawned from the thread that supervises it, which lives until the worker is reaped: the
-    /// worker's parent-death signal follows the thread that created it (prctl(2), PR_SET_PDEATHSIG), so spawning from
-    /// a pool thread that the runtime later retires would kill a healthy worker.
+    /// The worker is spawned from the event loop's thread, which lives until the worker is reaped (its registrations
+    /// keep it): the worker's parent-death signal follows the thread that created it (prctl(2), PR_SET_PDEATHSIG), so
+    /// spawning from a pool thread that the runtime later retires would kill a healthy worker.
     static func events(_ launch: ModemWorkerLaunch, job: WorkerRequest.Job, timing: WorkerTiming, label: String)
         -> AsyncStream<WorkerEvent>
     {
@@ -323,19 +479,20 @@ enum WorkerRun {
         let request = WorkerRequest(version: WorkerRequest.version, job: job, heartbeat: timing.heartbeat)
         let handle = WorkerHandle()
         continuation.onTermination = { _ in handle.stop() }
-        let started = startThread("worker") {
-            switch WorkerProcess.start(launch, request: request, label: label) {
-            case let .failure(end):
-                continuation.yield(.ended(end, fatalLog: nil))
-            case let .success(process):
-                handle.attach(process)
-                let (end, log) = process.supervise(timing) { continuation.yield(.message($0)) }
-                continuation.yield(.ended(end, fatalLog: log))
+        let loop = EventLoop.shared
+        do {
+            try loop.post {
+                let process = WorkerProcess.start(
+                    launch, request: request, label: label, timing: timing, loop: loop,
+                    deliver: { continuation.yield(.message($0)) },
+                    ended: { end, log in
+                        continuation.yield(.ended(end, fatalLog: log))
+                        continuation.finish()
+                    })
+                if let process { handle.attach(process) }
             }
-            continuation.finish()
-        }
-        if !started {
-            continuation.yield(.ended(.notStarted("no thread to supervise it"), fatalLog: nil))
+        } catch {
+            continuation.yield(.ended(.notStarted("\(error)"), fatalLog: nil))
             continuation.finish()
         }
         return stream

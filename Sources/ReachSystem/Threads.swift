@@ -1,5 +1,5 @@
 // A detached thread of our own, for work that must stay off Swift concurrency's pool (the event loop, the modem
-// worker's GLib loop and its supervisor, the state writer's fsync, a name lookup). Every such thread is named
+// worker's GLib loop, the state writer's fsync, a name lookup). Every such thread is named
 // `reach-<role>` (pthread_setname_np), so `ps -T -p PID` and `top -H` show who is who.
 
 import Glibc

@@ -35,7 +35,7 @@ import Testing
 
     /// The bound on how long a supervised run took from here: under the 30 s the scripts would sleep (or forever), so
     /// it shows the worker was cut. When it was cut is the supervisor's own verdict (`.hung(500 ms)`,
-    /// `.lingered(2 s)`, `.overran(3.5 s)`), decided on its own thread's clock; the elapsed time also holds this
+    /// `.lingered(2 s)`, `.overran(3.5 s)`), decided on the event loop's clock; the elapsed time also holds this
     /// task's turns on the pool the whole suite shares, which took 3-7 s more than the verdicts in clean-clone runs
     /// of the unit and shipped stages on 2 cores (the same tests alone: 0.02-3.5 s).
     static let cut: Duration = .seconds(20 * TestSupport.timingSlack)
