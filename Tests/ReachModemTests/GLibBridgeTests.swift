@@ -90,7 +90,8 @@ import Testing
         } catch let e as GLibError {
             #expect(e.kind == .cancelled)
         }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // Far under the read's 30 s: the cancellation ended it (1.04 s was seen under AddressSanitizer on 2 cores).
+        #expect(ContinuousClock.now - start < .seconds(2 * TestSupport.timingSlack))
     }
 
     @Test func groupAbortFailsEveryCallNowAndLater() async throws {
