@@ -118,7 +118,7 @@ extension EventLoop {
     public func reapWhenExited(_ pid: pid_t) {
         if let pidfd = Sys.pidfdOpen(pid) {
             // Held while registering, so the callback (on the loop's thread) finds its own registration.
-            let registration = Held<Registration?>(nil)
+            let registration = HeldRegistration()
             let registered = registration.value.withLock { r -> Bool in
                 r = try? register(fd: pidfd, interest: .read) { [self] _ in
                     // Readable: it has exited. A failure (not our child any more) ends the watch as well.
@@ -135,8 +135,8 @@ extension EventLoop {
     }
 }
 
-/// A value behind a lock that escaping closures can share (a Mutex itself cannot be captured by them).
-final class Held<Value: Sendable>: Sendable {
-    let value: Mutex<Value>
-    init(_ value: Value) { self.value = Mutex(value) }
+/// A registration behind a lock that escaping closures can share (a Mutex itself cannot be captured by them). Not
+/// generic: swiftlang 6.0.3's IRGen fails an assertion on a generic class holding a `Mutex<Value>`.
+final class HeldRegistration: Sendable {
+    let value = Mutex<EventLoop.Registration?>(nil)
 }
