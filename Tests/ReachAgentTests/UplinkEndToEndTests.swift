@@ -68,11 +68,19 @@ import Testing
         #expect(change["route"]?["interface"] == .string("eth0"))
         let wwan0 = change["uplinks"]?.arrayValue?.first { $0["interface"] == .string("wwan0") }
         #expect(wwan0?["reachable"] == .bool(false))
+        // `reach watch` holds the loss down for as long as the agent does, but it saw the link go a little later or
+        // sooner: bringing the link back before watch has reported would make a flap it rightly never reports.
+        _ = try await watch.stdout!.line(timeout: 10 * TestSupport.timingSlack) {
+            $0.contains("[uplinks] uplink wwan0 not reachable")
+        }
 
         // Back: one line.
         try t.isp.ip("link", "set", "up1", "up")
         try #require(await EndToEndTests.waitFor("wwan0 back") { agent.events("change").count == 2 }, "\(agent.lines)")
         #expect(agent.events("change")[1]["event"]?["reason"] == .string("uplink wwan0 reachable again"))
+        _ = try await watch.stdout!.line(timeout: 10 * TestSupport.timingSlack) {
+            $0.contains("[uplinks] uplink wwan0 reachable again")
+        }
 
         // eth0's default is deleted: the answer and `primary` move to wwan0 at once (one line naming wwan0), and
         // eth0's own loss follows after the hold-down (one line naming eth0).
