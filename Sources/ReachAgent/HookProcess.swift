@@ -1,6 +1,6 @@
 // One program a hook runner started, followed on the event loop instead of a thread of its own: its standard error is
-// a read registration, its exit a pidfd (readable once it has exited; without pidfd_open, a 20 ms look with
-// waitpid(WNOHANG)), and its time limits one timer that moves from the SIGTERM deadline to the SIGKILL one. It is
+// a read registration, its exit a `ChildExit` (a pidfd, readable once it has exited; without pidfd_open, a 20 ms look
+// with waitpid(WNOHANG)), and its time limits one timer that moves from the SIGTERM deadline to the SIGKILL one. It is
 // finished once it has been reaped and its standard error has closed, or 100 ms after the exit when a child it left
 // holds that open. Every callback runs on the loop's thread; the state sits in a Mutex only so the object is
 // Sendable.
@@ -35,20 +35,17 @@ final class HookProcess: Sendable {
         var signalled = 0
         var done = false
         var output: EventLoop.Registration?
-        var exit: EventLoop.Registration?
+        var exit: ChildExit?
     }
 
     /// ETXTBSY (the program still open for writing somewhere: being installed, or its writer's descriptor inherited
     /// by a child another thread started before it was closed) passes within milliseconds, or within a second on a
     /// loaded machine: the start is tried again, on a timer, for this long.
     static let busyRetry: Int64 = 1_100_000_000
-    private static let lookInterval: Int64 = 20_000_000
     private static let outputGrace: Int64 = 100_000_000
 
     let pid: pid_t
     private let errorFD: Int32
-    /// -1: no pidfd here.
-    private let pidFD: Int32
     private let startedAt: Int64
     private let timeout: Int64
     private let grace: Int64
@@ -56,15 +53,14 @@ final class HookProcess: Sendable {
     private let loop: EventLoop
     private let finished: Finished
     private let state = Mutex(State())
-    /// The next moment something is due: a time limit, the end of the output's grace, or (without a pidfd) a look.
+    /// The next moment something is due: a time limit, or the end of the output's grace.
     private let timer: LoopTimer
 
     private init(
-        pid: pid_t, errorFD: Int32, pidFD: Int32, settings: HookRunner.Settings, loop: EventLoop, finished: @escaping Finished
+        pid: pid_t, errorFD: Int32, settings: HookRunner.Settings, loop: EventLoop, finished: @escaping Finished
     ) {
         self.pid = pid
         self.errorFD = errorFD
-        self.pidFD = pidFD
         startedAt = EventLoop.now()
         timeout = Int64(settings.timeoutSeconds * 1e9)
         grace = Int64(settings.killGraceSeconds * 1e9)
@@ -107,7 +103,7 @@ final class HookProcess: Sendable {
         }
         started(pid)
         let process = HookProcess(
-            pid: pid, errorFD: errorFD, pidFD: Sys.pidfdOpen(pid) ?? -1, settings: settings, loop: loop, finished: finished)
+            pid: pid, errorFD: errorFD, settings: settings, loop: loop, finished: finished)
         if let e = process.arm() {
             // No loop to follow it on: it must not run unwatched.
             Sys.kill(-pid, SIGKILL)
@@ -164,24 +160,17 @@ final class HookProcess: Sendable {
                 settle()
             }
             state.withLock { $0.output = output }
-            if pidFD >= 0 {
-                let exit = try loop.register(fd: pidFD, interest: .read) { [self] _ in
-                    reap()
-                    settle()
-                }
-                state.withLock { $0.exit = exit }
+            let exit = try ChildExit.watch(pid, on: loop, look: .milliseconds(20)) { [self] status in
+                exited(status)
+                settle()
             }
-        } catch {
-            let registered = state.withLock { [$0.output, $0.exit] }
-            for r in registered.compactMap({ $0 }) { loop.cancel(r) }
-            return error
-        }
-        // The first timer is set on the loop's thread, as every later one.
-        do {
+            state.withLock { $0.exit = exit }
+            // The first timer is set on the loop's thread, as every later one.
             try loop.post { [self] in settle() }
         } catch {
-            let registered = state.withLock { [$0.output, $0.exit] }
-            for r in registered.compactMap({ $0 }) { loop.cancel(r) }
+            let (output, exit) = state.withLock { ($0.output, $0.exit) }
+            if let output { loop.cancel(output) }
+            exit?.cancel()
             return error
         }
         return nil
@@ -212,22 +201,14 @@ final class HookProcess: Sendable {
         }
     }
 
-    /// Reaps the program when it has exited.
-    private func reap() {
-        guard state.withLock({ $0.status == nil }) else { return }
-        let status: Int32
-        switch Sys.waitpid(pid, block: false) {
-        case let .success(ended?): status = ended.shellStatus
-        case .success(nil): return
-        case .failure: status = -1
-        }
-        let exit = state.withLock { s -> EventLoop.Registration? in
-            s.status = status
+    /// The program has exited and been reaped (nil: it could not be waited for).
+    private func exited(_ ended: WaitStatus?) {
+        state.withLock { s in
+            guard s.status == nil else { return }
+            s.status = ended?.shellStatus ?? -1
             s.exitedAt = EventLoop.now()
-            defer { s.exit = nil }
-            return s.exit
+            s.exit = nil
         }
-        if let exit { loop.cancel(exit) }
     }
 
     /// Sends the signals the deadlines call for, finishes the run when it is over, else sets the timer to the next
@@ -245,8 +226,7 @@ final class HookProcess: Sendable {
                     signal = SIGKILL
                     s.signalled = 2
                 }
-                var wake: Int64? = s.signalled == 0 ? startedAt + timeout : s.signalled == 1 ? startedAt + timeout + grace : nil
-                if pidFD < 0 { wake = min(wake ?? .max, now + Self.lookInterval) }
+                let wake: Int64? = s.signalled == 0 ? startedAt + timeout : s.signalled == 1 ? startedAt + timeout + grace : nil
                 return (false, wake)
             }
             // Done: whatever it started in its group goes too when it timed out; its stderr is read a little longer
@@ -268,7 +248,6 @@ final class HookProcess: Sendable {
 
     private func setTimer(_ at: Int64?) {
         timer.set(at: at) { [self] in
-            if pidFD < 0 { reap() }
             drain()
             settle()
         }
@@ -276,23 +255,23 @@ final class HookProcess: Sendable {
 
     private func finish() {
         timer.set(at: nil)
-        let (registrations, outcome) = state.withLock { s in
+        let (output, exit, outcome) = state.withLock { s in
             defer {
                 s.output = nil
                 s.exit = nil
             }
             return (
-                [s.output, s.exit].compactMap { $0 },
+                s.output, s.exit,
                 HookRunner.Outcome(
                     status: s.status ?? -1, timedOut: s.signalled > 0, output: s.kept, droppedBytes: s.dropped))
         }
-        for r in registrations { loop.cancel(r) }
+        if let output { loop.cancel(output) }
+        exit?.cancel()
         closeDescriptors()
         finished(.success(outcome))
     }
 
     private func closeDescriptors() {
         Sys.close(errorFD)
-        if pidFD >= 0 { Sys.close(pidFD) }
     }
 }

@@ -111,8 +111,8 @@ struct WorkerTiming: Sendable, Equatable {
 }
 
 /// One worker process, supervised on the event loop: its socket is a read registration, its silence, deadline and
-/// stop limits one timer, and its exit, once it is ending, a pidfd (without pidfd_open, a 10 ms look with
-/// waitpid(WNOHANG)). It is spawned from the loop's thread: the worker's parent-death signal (PR_SET_PDEATHSIG, set
+/// stop limits one timer, and its exit, once it is ending, a `ChildExit` (a pidfd; without pidfd_open, a 10 ms look
+/// with waitpid(WNOHANG)). It is spawned from the loop's thread: the worker's parent-death signal (PR_SET_PDEATHSIG, set
 /// in the worker) follows the thread that spawned it, and the loop's thread lives as long as something is registered
 /// on it, this worker's socket or exit among them.
 final class WorkerProcess: Sendable {
@@ -139,17 +139,14 @@ final class WorkerProcess: Sendable {
         var stopSince: Int64?
         var fatalLog: String?
         var socket: EventLoop.Registration?
-        var exit: EventLoop.Registration?
+        var exit: ChildExit?
     }
 
     private static let stopGrace: Int64 = 2_000_000_000
     private static let exitGrace: Int64 = 2_000_000_000
-    private static let lookInterval: Int64 = 10_000_000
 
     let pid: pid_t
     private let fd: Int32
-    /// -1: no pidfd here.
-    private let pidFD: Int32
     private let timing: WorkerTiming
     private let loop: EventLoop
     private let startedAt: Int64
@@ -165,7 +162,6 @@ final class WorkerProcess: Sendable {
     ) {
         self.pid = pid
         self.fd = fd
-        pidFD = Sys.pidfdOpen(pid) ?? -1
         self.timing = timing
         self.loop = loop
         startedAt = EventLoop.now()
@@ -325,19 +321,16 @@ final class WorkerProcess: Sendable {
                 return .kill(.hung(silence))
             case let .exiting(since, verdict):
                 if now >= since + Self.exitGrace { return .linger(verdict ?? .lingered(.seconds(2))) }
-                return .wait(min(since + Self.exitGrace, pidFD < 0 ? now + Self.lookInterval : .max))
+                return .wait(since + Self.exitGrace)
             case .killed:
-                return .wait(pidFD < 0 ? now + Self.lookInterval : nil)
+                return .wait(nil)
             case .done:
                 return .wait(nil)
             }
         }
         switch step {
         case let .wait(at):
-            timer.set(at: at) { [self] in
-                if pidFD < 0 { reap() }
-                settle()
-            }
+            timer.set(at: at) { [self] in settle() }
         case let .kill(end): kill(end)
         case let .linger(end):
             // It closed its socket but has not exited: killed, and its status (our SIGKILL) says nothing.
@@ -361,7 +354,6 @@ final class WorkerProcess: Sendable {
         state.withLock { $0.phase = .exiting(since: EventLoop.now(), verdict: verdict) }
         stopReading()
         watchExit()
-        reap()
         settle()
     }
 
@@ -371,29 +363,16 @@ final class WorkerProcess: Sendable {
         }
     }
 
-    /// The exit as a pidfd registration (without a pidfd, `settle` looks every 10 ms).
+    /// Follows the exit, once the worker is ending (while it is read, its exit is seen as the end of its socket, after
+    /// the frames it sent last). Called on the loop's thread, as the exit's callback is.
     private func watchExit() {
-        guard pidFD >= 0, state.withLock({ $0.exit == nil }) else { return }
-        let exit = try? loop.register(fd: pidFD, interest: .read) { [self] _ in reap() }
-        state.withLock { $0.exit = exit }
-        if exit == nil {
+        guard state.withLock({ $0.exit == nil }) else { return }
+        do throws(EventLoopError) {
+            let exit = try ChildExit.watch(pid, on: loop) { [self] status in finish(status: status) }
+            state.withLock { $0.exit = exit }
+        } catch {
             // The loop cannot take it: wait here, briefly blocked (the worker is exiting or killed).
-            let status = (try? Sys.waitpid(pid, block: true).get()) ?? nil
-            finish(status: status)
-        }
-    }
-
-    /// Reaps the worker when it has exited, and finishes. Only once it is ending: while it is read, its exit is seen
-    /// as the end of its socket, after the frames it sent last.
-    private func reap() {
-        switch state.withLock({ $0.phase }) {
-        case .exiting, .killed: break
-        case .reading, .done: return
-        }
-        switch Sys.waitpid(pid, block: false) {
-        case .success(nil): return
-        case let .success(status?): finish(status: status)
-        case .failure: finish(status: nil)
+            finish(status: (try? Sys.waitpid(pid, block: true).get()) ?? nil)
         }
     }
 
@@ -410,14 +389,15 @@ final class WorkerProcess: Sendable {
         }
         guard let end else { return }
         timer.set(at: nil)
-        let registrations = state.withLock { s -> [EventLoop.Registration] in
+        let (socket, exit) = state.withLock { s -> (EventLoop.Registration?, ChildExit?) in
             defer {
                 s.socket = nil
                 s.exit = nil
             }
-            return [s.socket, s.exit].compactMap { $0 }
+            return (s.socket, s.exit)
         }
-        for r in registrations { loop.cancel(r) }
+        if let socket { loop.cancel(socket) }
+        exit?.cancel()
         forget()
         closeDescriptors()
         ended(end, state.withLock { $0.fatalLog })
@@ -425,7 +405,6 @@ final class WorkerProcess: Sendable {
 
     private func closeDescriptors() {
         Sys.close(fd)
-        if pidFD >= 0 { Sys.close(pidFD) }
     }
 
     /// Reaped (or beyond reaping): no longer one of `running`.

@@ -113,30 +113,119 @@ extension Sys {
 
 extension EventLoop {
     /// Reaps the child `pid` once it exits, so that a long-running process keeps no zombie of a program it started
-    /// and let go (a proxy): a pidfd registration on this loop, no thread while the child runs. Where pidfd_open is
-    /// missing, or the loop cannot take the registration, a thread `reach-reap` waits in waitpid instead.
+    /// and let go (a proxy): a `ChildExit` on this loop, no thread while the child runs. Where pidfd_open is missing,
+    /// or the loop cannot take the registration, a thread `reach-reap` waits in waitpid instead (a child that may run
+    /// as long as we do is not looked at every few milliseconds).
     public func reapWhenExited(_ pid: pid_t) {
-        if let pidfd = Sys.pidfdOpen(pid) {
-            // Held while registering, so the callback (on the loop's thread) finds its own registration.
-            let registration = HeldRegistration()
-            let registered = registration.value.withLock { r -> Bool in
-                r = try? register(fd: pidfd, interest: .read) { [self] _ in
-                    // Readable: it has exited. A failure (not our child any more) ends the watch as well.
-                    if case .success(nil) = Sys.waitpid(pid, block: false) { return }
-                    if let r = registration.value.withLock({ $0 }) { cancel(r) }
-                    Sys.close(pidfd)
-                }
-                return r != nil
-            }
-            if registered { return }
-            Sys.close(pidfd)
-        }
+        if (try? ChildExit.watch(pid, on: self, look: nil) { _ in }) != nil { return }
         _ = startThread("reap") { _ = Sys.waitpid(pid, block: true) }
     }
 }
 
-/// A registration behind a lock that escaping closures can share (a Mutex itself cannot be captured by them). Not
-/// generic: swiftlang 6.0.3's IRGen fails an assertion on a generic class holding a `Mutex<Value>`.
-final class HeldRegistration: Sendable {
-    let value = Mutex<EventLoop.Registration?>(nil)
+/// A child's exit followed on an event loop, and the child reaped: a read registration of its pidfd (readable once it
+/// has exited), or where the kernel has no pidfd_open, a look with waitpid(WNOHANG) every `look` on a `LoopTimer`.
+/// The one way the agent follows the programs it starts: hooks, modem workers and the proxies it launched.
+/// `exited` runs once, on the loop's thread, with the status, or nil when waitpid failed (the child is not ours to
+/// wait for any more). `cancel()` stops following without reaping. Either way the pidfd is closed.
+public final class ChildExit: Sendable {
+    private struct State {
+        /// -1: none (looking instead, or over).
+        var pidFD: Int32 = -1
+        var registration: EventLoop.Registration?
+        var over = false
+    }
+
+    public let pid: pid_t
+    private let loop: EventLoop
+    private let look: Int64?
+    private let timer: LoopTimer
+    private let exited: @Sendable (WaitStatus?) -> Void
+    private let state = Mutex(State())
+
+    private init(pid: pid_t, loop: EventLoop, look: Int64?, exited: @escaping @Sendable (WaitStatus?) -> Void) {
+        self.pid = pid
+        self.loop = loop
+        self.look = look
+        timer = LoopTimer(loop: loop)
+        self.exited = exited
+    }
+
+    /// Starts following `pid`'s exit on `loop`. Nil when there is no pidfd here and `look` is nil (no looking
+    /// wanted); the loop's error when it can take neither the pidfd's registration nor the look's timer.
+    public static func watch(
+        _ pid: pid_t, on loop: EventLoop, look: Duration? = .milliseconds(10),
+        _ exited: @escaping @Sendable (WaitStatus?) -> Void
+    ) throws(EventLoopError) -> ChildExit? {
+        try watch(pid, on: loop, look: look, pidfd: true, exited)
+    }
+
+    /// `pidfd: false` follows the exit as a kernel without pidfd_open makes it (the tests' way to the looks).
+    static func watch(
+        _ pid: pid_t, on loop: EventLoop, look: Duration?, pidfd: Bool, _ exited: @escaping @Sendable (WaitStatus?) -> Void
+    ) throws(EventLoopError) -> ChildExit? {
+        let watch = ChildExit(pid: pid, loop: loop, look: look.map(Sys.nanoseconds), exited: exited)
+        return try watch.arm(pidfd: pidfd) ? watch : nil
+    }
+
+    /// Stops following, without reaping. From any thread; nothing after it calls `exited`.
+    public func cancel() {
+        _ = end()
+    }
+
+    private func arm(pidfd: Bool) throws(EventLoopError) -> Bool {
+        var failure: EventLoopError?
+        if pidfd, let fd = Sys.pidfdOpen(pid) {
+            // Held while registering, so that a callback on the loop's thread finds the registration.
+            failure = state.withLock { s -> EventLoopError? in
+                do throws(EventLoopError) {
+                    s.registration = try loop.register(fd: fd, interest: .read) { [self] _ in check() }
+                    s.pidFD = fd
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if failure == nil { return true }
+            Sys.close(fd)
+        }
+        guard let look else {
+            if let failure { throw failure }
+            return false
+        }
+        if let e = timer.set(at: EventLoop.now() + look, { [self] in check() }) { throw e }
+        return true
+    }
+
+    /// Reaps the child if it has exited (the pidfd turned readable, or a look), else looks again later.
+    private func check() {
+        guard !state.withLock({ $0.over }) else { return }
+        let status: WaitStatus?
+        switch Sys.waitpid(pid, block: false) {
+        case .success(nil):
+            if let look, state.withLock({ $0.pidFD < 0 }) {
+                timer.set(at: EventLoop.now() + look) { [self] in check() }
+            }
+            return
+        case let .success(ended?): status = ended
+        case .failure: status = nil
+        }
+        if end() { exited(status) }
+    }
+
+    /// Ends the following: the registration cancelled, the pidfd closed, the timer disarmed. False when it had ended.
+    private func end() -> Bool {
+        let (wasOver, registration, fd) = state.withLock { s -> (Bool, EventLoop.Registration?, Int32) in
+            defer {
+                s.over = true
+                s.registration = nil
+                s.pidFD = -1
+            }
+            return (s.over, s.registration, s.pidFD)
+        }
+        if wasOver { return false }
+        timer.set(at: nil)
+        if let registration { loop.cancel(registration) }
+        if fd >= 0 { Sys.close(fd) }
+        return true
+    }
 }
